@@ -1,0 +1,70 @@
+"""``[tool.isolator]`` in the project's pyproject.toml."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 by tox
+    import tomli as tomllib
+
+_KEYS = {"reset", "fork", "track", "exclude", "exempt"}
+_MODES = ("none", "minimal", "full", "fork")
+
+
+class ConfigError(Exception):
+    """Bad ``[tool.isolator]`` table; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    reset: str | None = None
+    fork: tuple[str, ...] = ()  # node ids / fnmatch patterns always run in a fork
+    track: tuple[str, ...] = ()  # extra module prefixes whose state is tracked
+    exclude: tuple[str, ...] = ()  # module prefixes never tracked
+    exempt: tuple[str, ...] = ()  # directories whose files are not restored
+
+
+def load(rootdir: Path) -> Settings:
+    path = Path(rootdir) / "pyproject.toml"
+    if not path.is_file():
+        return Settings()
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"isolator: cannot read {path}: {exc}") from None
+    table: Any = data.get("tool", {}).get("isolator", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"isolator: [tool.isolator] in {path} must be a table")
+    unknown = sorted(set(table) - _KEYS)
+    if unknown:
+        raise ConfigError(
+            f"isolator: unknown key(s) in [tool.isolator] of {path}: {', '.join(unknown)} "
+            f"(known: {', '.join(sorted(_KEYS))})"
+        )
+    reset = table.get("reset")
+    if reset is not None and reset not in _MODES:
+        raise ConfigError(
+            f"isolator: [tool.isolator] reset = {reset!r} in {path}; use one of {', '.join(_MODES)}"
+        )
+
+    def strings(key: str) -> tuple[str, ...]:
+        value = table.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(
+                f"isolator: [tool.isolator] {key} in {path} must be a list of strings"
+            )
+        return tuple(value)
+
+    return Settings(
+        reset=reset,
+        fork=strings("fork"),
+        track=strings("track"),
+        exclude=strings("exclude"),
+        exempt=tuple(str((Path(rootdir) / e).resolve()) for e in strings("exempt")),
+    )

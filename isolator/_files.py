@@ -1,0 +1,270 @@
+"""Copy-on-write protection of files a test writes outside its own temporary directories.
+
+An audit hook sees Python's file operations (``open`` for writing, ``os.remove``,
+``os.rename``, ``os.mkdir``, ``shutil.rmtree`` ...).  Before the first write to a path
+during a test, the original is copied aside (or noted as absent); after the test it is
+put back.  A journal on disk lists the backups, so that if the process dies mid-test the
+next run restores the user's files instead of losing them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from typing import Any, Final
+
+_WRITE_FLAGS: Final = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_PATH_EVENTS: Final = {
+    "os.remove": (0,),
+    "os.rmdir": (0,),
+    "os.mkdir": (0,),
+    "os.truncate": (0,),
+    "os.chmod": (0,),
+    "os.utime": (0,),
+    "os.rename": (0, 1),
+    "os.link": (1,),
+    "os.symlink": (1,),
+    "shutil.rmtree": (0,),
+    "shutil.move": (0, 1),
+}
+_EVENTS: Final = frozenset(_PATH_EVENTS) | {"open"}
+_MAX_TREE_BYTES: Final = 64 * 1024 * 1024
+
+_abspath = os.path.abspath
+_exists = os.path.lexists
+_isdir = os.path.isdir
+
+
+class FileGuard:
+    """Journal of originals for the files written during the current test.
+
+    ``entries``: path -> ("absent", "") | ("file", backup) | ("dir", backup)
+    ``unrestorable``: (path, reason) collected since the last restore.
+    """
+
+    def __init__(self, backup_dir: str, exempt: list[str]):
+        self.backup_dir = backup_dir
+        self.exempt = tuple(os.path.join(_abspath(e), "") for e in exempt) + (
+            os.path.join(_abspath(backup_dir), ""),
+            "/dev/",
+            "/proc/",
+            "/sys/",
+        )
+        self.active = False
+        self.entries: dict[str, tuple[str, str]] = {}
+        self.order: list[str] = []
+        self.unrestorable: list[tuple[str, str]] = []
+        self._n = 0
+        self._busy = False
+        self.journal = os.path.join(backup_dir, "journal.json")
+
+    def install(self) -> None:
+        sys.addaudithook(self._hook)
+
+    # The audit hook runs for every audited event of the process: keep the common path short.
+    def _hook(self, event: str, args: tuple[Any, ...]) -> None:
+        if not self.active or self._busy or event not in _EVENTS:
+            return
+        if event == "open":
+            path, mode, flags = args
+            if mode is None:
+                if not (flags or 0) & _WRITE_FLAGS:
+                    return
+            elif not any(c in mode for c in "wax+"):
+                return
+            self._before_write(path)
+        else:
+            for i in _PATH_EVENTS[event]:
+                if i < len(args):
+                    self._before_write(args[i])
+
+    def _before_write(self, path: object) -> None:
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if not isinstance(path, str):
+            try:
+                path = os.fspath(path)  # type: ignore[call-overload]
+            except TypeError:
+                return  # a file descriptor: the file was opened (and saved) before
+            if not isinstance(path, str):
+                return
+        path = _abspath(path)
+        if path in self.entries or path.startswith(self.exempt) or "__pycache__" in path:
+            return
+        self._busy = True
+        try:
+            self._save(path)
+        finally:
+            self._busy = False
+
+    def _save(self, path: str) -> None:
+        if not _exists(path):
+            self.entries[path] = ("absent", "")
+        elif _isdir(path) and not os.path.islink(path):
+            size = _tree_size(path)
+            if size > _MAX_TREE_BYTES:
+                self.entries[path] = ("skip", "")
+                self.unrestorable.append((path, f"directory too large to copy ({size} bytes)"))
+                return
+            self._n += 1
+            dest = os.path.join(self.backup_dir, str(self._n))
+            os.makedirs(self.backup_dir, exist_ok=True)
+            shutil.copytree(path, dest, symlinks=True)
+            self.entries[path] = ("dir", dest)
+        else:
+            self._n += 1
+            dest = os.path.join(self.backup_dir, str(self._n))
+            os.makedirs(self.backup_dir, exist_ok=True)
+            try:
+                shutil.copy2(path, dest, follow_symlinks=False)
+            except OSError as exc:
+                self.entries[path] = ("skip", "")
+                self.unrestorable.append((path, f"cannot copy: {exc.strerror or exc}"))
+                return
+            self.entries[path] = ("file", dest)
+        self.order.append(path)
+        self._write_journal()
+
+    def _write_journal(self) -> None:
+        os.makedirs(self.backup_dir, exist_ok=True)
+        tmp = self.journal + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump([[p, *self.entries[p]] for p in self.order], f)
+        os.replace(tmp, self.journal)
+
+    def dirty_sites(self) -> list[str]:
+        return [f"<file>:{p}" for p in self.order if self._changed(p)]
+
+    def _changed(self, path: str) -> bool:
+        kind, backup = self.entries[path]
+        if kind == "absent":
+            return _exists(path)
+        if kind == "file":
+            if not _exists(path) or _isdir(path):
+                return True
+            try:
+                a, b = os.stat(path), os.stat(backup)
+            except OSError:
+                return True
+            if a.st_size != b.st_size or a.st_mode != b.st_mode:
+                return True
+            return _read(path) != _read(backup)
+        return kind == "dir"
+
+    def restore(self) -> list[str]:
+        """Put every saved path back; returns the sites that were restored."""
+        if not self.order:
+            return []
+        self._busy = True
+        restored: list[str] = []
+        try:
+            restored = restore_entries(
+                [(p, *self.entries[p]) for p in self.order], self.unrestorable
+            )
+        finally:
+            self.entries.clear()
+            self.order.clear()
+            self._busy = False
+            _remove(self.journal)
+            for name in os.listdir(self.backup_dir) if os.path.isdir(self.backup_dir) else ():
+                _remove(os.path.join(self.backup_dir, name))
+        return restored
+
+    def take_since(self, n: int) -> list[tuple[str, str, str]]:
+        """Remove and return the entries saved after the first ``n`` (for fixture scopes)."""
+        taken = self.order[n:]
+        del self.order[n:]
+        return [(p, *self.entries.pop(p)) for p in taken]
+
+    def give_back(self, items: list[tuple[str, str, str]]) -> None:
+        # The older original wins: it is what the path held before the fixture ran.
+        for p, kind, backup in items:
+            if p not in self.entries:
+                self.order.append(p)
+            self.entries[p] = (kind, backup)
+
+
+def restore_entries(
+    items: list[tuple[str, str, str]], problems: list[tuple[str, str]]
+) -> list[str]:
+    """Restore (path, kind, backup) items: removals deepest first, then copies."""
+    restored = []
+    for path, kind, _ in sorted(items, key=lambda t: -t[0].count(os.sep)):
+        if kind == "absent" and _exists(path):
+            try:
+                _remove(path)
+                restored.append(f"<file>:{path}")
+            except OSError as exc:
+                problems.append((path, f"cannot remove: {exc.strerror or exc}"))
+    for path, kind, backup in sorted(items, key=lambda t: t[0].count(os.sep)):
+        if kind not in ("file", "dir"):
+            continue
+        try:
+            if kind == "file":
+                if _exists(path) and _isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path)
+                if _exists(path) and _same_file(path, backup):
+                    continue
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                if os.path.islink(path):
+                    os.unlink(path)
+                shutil.copy2(backup, path, follow_symlinks=False)
+            else:
+                if _exists(path):
+                    _remove(path)
+                shutil.copytree(backup, path, symlinks=True)
+            restored.append(f"<file>:{path}")
+        except OSError as exc:
+            problems.append((path, f"cannot restore: {exc.strerror or exc}"))
+    return restored
+
+
+def recover_journal(backup_dir: str) -> list[str]:
+    """Restore files left by a run that died mid-test; returns the restored paths."""
+    journal = os.path.join(backup_dir, "journal.json")
+    if not os.path.exists(journal):
+        return []
+    try:
+        with open(journal, encoding="utf-8") as f:
+            items = [tuple(x) for x in json.load(f)]
+    except (OSError, ValueError):
+        return []
+    problems: list[tuple[str, str]] = []
+    restored = restore_entries(items, problems)  # type: ignore[arg-type]
+    _remove(journal)
+    return restored
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        sa, sb = os.stat(a), os.stat(b)
+    except OSError:
+        return False
+    return sa.st_size == sb.st_size and sa.st_mode == sb.st_mode and _read(a) == _read(b)
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _remove(path: str) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    elif os.path.lexists(path):
+        os.unlink(path)
+
+
+def _tree_size(path: str) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(root, f)).st_size
+            except OSError:
+                pass
+        if total > _MAX_TREE_BYTES:
+            break
+    return total

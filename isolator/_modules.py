@@ -1,0 +1,189 @@
+"""Library modules and the import system.
+
+*Monkeypatched library attributes*: every stdlib/third-party module in ``sys.modules`` gets
+its ``__class__`` swapped for a ModuleType subclass whose ``__setattr__``/``__delattr__``
+note the old value on the first write of a test (an undo log in the shape of pytest's
+monkeypatch).  Reads cost nothing; only writes are logged.
+
+*sys.modules*: modules imported during a test are removed afterwards (a fresh process
+would not have them), except families with C extensions, which cannot be imported twice.
+Replaced and deleted entries come back.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import sys
+import types
+from typing import Any, Final
+
+NOTSET: Final = object()
+_EXT_SUFFIXES: Final = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+# Never unloaded: the test runner's own machinery and modules that hold process-wide
+# registries whose re-import breaks things (codecs).
+_KEEP_PREFIXES: Final = (
+    "_pytest",
+    "pytest",
+    "pluggy",
+    "isolator",
+    "xdist",
+    "execnet",
+    "coverage",
+    "encodings",
+    "py",
+    "_hypothesis",
+    "hypothesis",
+)
+
+
+class UndoLog:
+    """First old value of every library module attribute written during the current test.
+
+    ``entries``: [(module, name, old value or NOTSET)] in write order.
+    """
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[types.ModuleType, str, object]] = []
+        self.seen: set[tuple[int, str]] = set()
+        self.active = False
+
+    def note(self, mod: types.ModuleType, name: str) -> None:
+        key = (id(mod), name)
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        self.entries.append((mod, name, mod.__dict__.get(name, NOTSET)))
+
+    def dirty_sites(self) -> list[str]:
+        out = []
+        for mod, name, old in self.entries:
+            if mod.__dict__.get(name, NOTSET) is not old:
+                out.append(f"{mod.__name__}:{name}")
+        return out
+
+    def undo(self, keep: set[str]) -> None:
+        for mod, name, old in reversed(self.entries):
+            d = mod.__dict__
+            if old is NOTSET:
+                new = d.get(name, NOTSET)
+                if isinstance(new, types.ModuleType) and new.__name__ in keep:
+                    continue  # an import bound a submodule we keep
+                d.pop(name, None)
+            else:
+                d[name] = old
+        self.clear()
+
+    def clear(self) -> None:
+        self.entries.clear()
+        self.seen.clear()
+
+
+LOG = UndoLog()
+_setattr = types.ModuleType.__setattr__
+_delattr = types.ModuleType.__delattr__
+
+
+class WatchedModule(types.ModuleType):
+    """A library module whose attribute writes are logged while a test runs."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if LOG.active:
+            LOG.note(self, name)
+        _setattr(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if LOG.active:
+            LOG.note(self, name)
+        _delattr(self, name)
+
+
+def watch_library_modules(is_project: Any) -> list[types.ModuleType]:
+    """Swap the class of plain library modules; returns the modules swapped."""
+    swapped = []
+    for name, mod in list(sys.modules.items()):
+        if type(mod) is not types.ModuleType or is_project(mod):
+            continue
+        try:
+            mod.__class__ = WatchedModule
+        except TypeError:
+            continue
+        swapped.append(mod)
+    return swapped
+
+
+def unwatch(modules: list[types.ModuleType]) -> None:
+    for mod in modules:
+        if type(mod) is WatchedModule:
+            mod.__class__ = types.ModuleType
+
+
+def is_extension(mod: object) -> bool:
+    spec = getattr(mod, "__spec__", None)
+    origin = getattr(spec, "origin", None) or getattr(mod, "__file__", None) or ""
+    return isinstance(origin, str) and origin.endswith(_EXT_SUFFIXES)
+
+
+class ModulesProbe:
+    """Snapshot of ``sys.modules``; see the module docstring for the policy."""
+
+    def __init__(self) -> None:
+        self.snap: dict[str, Any] = dict(sys.modules)
+        self.n = len(self.snap)
+        self.ext_families = {n.partition(".")[0] for n, m in self.snap.items() if is_extension(m)}
+
+    def diff(self) -> tuple[list[str], list[str], list[str]]:
+        """(added, replaced, deleted) names; the common case is one len() call."""
+        mods = sys.modules
+        if len(mods) == self.n:
+            return [], [], []
+        snap = self.snap
+        added = [n for n in mods if n not in snap]
+        deleted = [n for n in snap if n not in mods]
+        replaced = [n for n, m in snap.items() if n in mods and mods[n] is not m]
+        return added, replaced, deleted
+
+    def full_diff(self) -> tuple[list[str], list[str], list[str]]:
+        mods = sys.modules
+        snap = self.snap
+        if mods == snap:
+            return [], [], []
+        added = [n for n in mods if n not in snap]
+        deleted = [n for n in snap if n not in mods]
+        replaced = [n for n, m in snap.items() if n in mods and mods[n] is not m]
+        return added, replaced, deleted
+
+    def restore(
+        self, added: list[str], replaced: list[str], deleted: list[str]
+    ) -> tuple[list[str], list[str]]:
+        """Undo; returns (sites reset, names kept and absorbed into the baseline)."""
+        mods = sys.modules
+        reset: list[str] = []
+        kept: list[str] = []
+        for n in added:
+            m = mods.get(n)
+            top = n.partition(".")[0]
+            if (
+                isinstance(m, types.ModuleType)
+                and getattr(m, "__spec__", None) is not None
+                and (top in self.ext_families or is_extension(m) or top.startswith(_KEEP_PREFIXES))
+            ):
+                if is_extension(m):
+                    self.ext_families.add(top)
+                kept.append(n)
+                continue
+            reset.append(f"<sys.modules>:{n}")
+        # A family gains a C extension during the test: keep the whole family.
+        for n in list(reset):
+            name = n.split(":", 1)[1]
+            if name.partition(".")[0] in self.ext_families:
+                reset.remove(n)
+                kept.append(name)
+        for site in reset:
+            mods.pop(site.split(":", 1)[1], None)
+        for n in replaced + deleted:
+            mods[n] = self.snap[n]
+            reset.append(f"<sys.modules>:{n}")
+        for n in kept:
+            self.snap[n] = mods[n]
+        self.n = len(self.snap)
+        return reset, kept

@@ -1,0 +1,324 @@
+"""Process-wide state: environment, cwd, import system, logging, warnings, RNG, decimal...
+
+Each *probe* knows how to take a snapshot of one resource, tell which sites differ from
+it, and put it back.  Probes are ordered so that restoring one never disturbs another
+(the cwd comes back before anything that resolves relative paths).
+"""
+
+from __future__ import annotations
+
+import decimal
+import locale
+import logging
+import os
+import random
+import signal
+import socket
+import sys
+import threading
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+# Protect ourselves from code under test that monkeypatches these (coverage.py does the same).
+_getcwd = os.getcwd
+_chdir = os.chdir
+_umask = os.umask
+_getstate = random.getstate
+_setstate = random.setstate
+_environ_data: dict[Any, Any] = os.environ._data  # type: ignore[attr-defined]
+_decode = os.environ.decodevalue  # type: ignore[attr-defined]
+_decodekey = os.environ.decodekey  # type: ignore[attr-defined]
+
+_SIGNALS = [
+    s
+    for s in ("SIGINT", "SIGTERM", "SIGHUP", "SIGALRM", "SIGUSR1", "SIGUSR2", "SIGCHLD", "SIGPIPE")
+    if hasattr(signal, s)
+]
+
+_DECIMAL_FIELDS = ("prec", "rounding", "Emin", "Emax", "capitals", "clamp")
+
+
+def _decimal_state(ctx: decimal.Context) -> tuple[object, ...]:
+    return (
+        ctx.prec,
+        ctx.rounding,
+        ctx.Emin,
+        ctx.Emax,
+        ctx.capitals,
+        ctx.clamp,
+        tuple(sorted((k.__name__, v) for k, v in ctx.traps.items())),
+    )
+
+
+def _logger_states() -> list[tuple[str, tuple[object, ...]]]:
+    manager = logging.Logger.manager
+    out = [("root", _logger_state(logging.root))]
+    for name, lg in list(manager.loggerDict.items()):
+        if isinstance(lg, logging.Logger):
+            out.append((name, _logger_state(lg)))
+    return out
+
+
+def _logger_state(lg: logging.Logger) -> tuple[object, ...]:
+    return (lg.level, lg.disabled, lg.propagate, tuple(lg.handlers), tuple(lg.filters))
+
+
+class Probe:
+    """One process-wide resource."""
+
+    __slots__ = ("name", "take", "diff", "put")
+
+    def __init__(
+        self,
+        name: str,
+        take: Callable[[], Any],
+        diff: Callable[[Any], list[str]],
+        put: Callable[[Any, list[str]], None],
+    ):
+        self.name = name
+        self.take = take
+        self.diff = diff
+        self.put = put
+
+
+# --------------------------------------------------------------------- probes
+
+
+def _env_take() -> dict[Any, Any]:
+    return dict(_environ_data)
+
+
+def _env_diff(snap: dict[Any, Any]) -> list[str]:
+    if _environ_data == snap:
+        return []
+    keys = [k for k in snap if k not in _environ_data]
+    keys += [k for k, v in _environ_data.items() if snap.get(k, None) != v]
+    return [f"<env>:{_decodekey(k)}" for k in keys]
+
+
+def _env_put(snap: dict[Any, Any], sites: list[str]) -> None:
+    for site in sites:
+        key = site.split(":", 1)[1]
+        enc = os.environ.encodekey(key)  # type: ignore[attr-defined]
+        if enc in snap:
+            os.environ[key] = _decode(snap[enc])
+        else:
+            try:
+                del os.environ[key]
+            except KeyError:
+                pass
+
+
+def _cwd_take() -> str:
+    return _getcwd()
+
+
+def _cwd_diff(snap: str) -> list[str]:
+    try:
+        return [] if _getcwd() == snap else ["<cwd>"]
+    except OSError:  # the test deleted the directory it was in
+        return ["<cwd>"]
+
+
+def _cwd_put(snap: str, sites: list[str]) -> None:
+    _chdir(snap)
+
+
+def _list_probe(name: str, get: Callable[[], list[Any]]) -> Probe:
+    def take() -> tuple[list[Any], list[Any]]:
+        lst = get()
+        return lst, list(lst)
+
+    def diff(snap: tuple[list[Any], list[Any]]) -> list[str]:
+        obj, items = snap
+        return [] if get() is obj and obj == items else [name]
+
+    def put(snap: tuple[list[Any], list[Any]], sites: list[str]) -> None:
+        obj, items = snap
+        obj[:] = items
+        attr = name.strip("<>").split(".", 1)[1]
+        if getattr(sys, attr, None) is not obj:
+            setattr(sys, attr, obj)
+
+    return Probe(name, take, diff, put)
+
+
+def _logging_take() -> tuple[list[tuple[str, tuple[object, ...]]], int, int]:
+    return _logger_states(), logging.root.manager.disable, len(logging.Logger.manager.loggerDict)
+
+
+def _logging_diff(snap: tuple[list[tuple[str, tuple[object, ...]]], int, int]) -> list[str]:
+    states, disable, _ = snap
+    now = _logger_states()
+    out = []
+    if logging.root.manager.disable != disable:
+        out.append("<logging>:<disable>")
+    if now != states:
+        old = dict(states)
+        for name, st in now:
+            if old.get(name) != st and name in old:
+                out.append(f"<logging>:{name}")
+    return out
+
+
+def _logging_put(
+    snap: tuple[list[tuple[str, tuple[object, ...]]], int, int], sites: list[str]
+) -> None:
+    states, disable, _ = snap
+    logging.disable(disable)
+    old = dict(states)
+    for site in sites:
+        name = site.split(":", 1)[1]
+        if name == "<disable>" or name not in old:
+            continue
+        lg = logging.root if name == "root" else logging.getLogger(name)
+        level, disabled, propagate, handlers, filters = old[name]
+        lg.setLevel(level)  # type: ignore[arg-type]
+        lg.disabled = disabled  # type: ignore[assignment]
+        lg.propagate = propagate  # type: ignore[assignment]
+        lg.handlers[:] = list(handlers)  # type: ignore[call-overload]
+        lg.filters[:] = list(filters)  # type: ignore[call-overload]
+
+
+def _warnings_take() -> tuple[list[Any], list[Any], dict[Any, Any]]:
+    return warnings.filters, list(warnings.filters), dict(warnings.onceregistry)
+
+
+def _warnings_diff(snap: tuple[list[Any], list[Any], dict[Any, Any]]) -> list[str]:
+    obj, items, once = snap
+    if warnings.filters is obj and obj == items and warnings.onceregistry == once:
+        return []
+    return ["<warnings>"]
+
+
+def _warnings_put(snap: tuple[list[Any], list[Any], dict[Any, Any]], sites: list[str]) -> None:
+    obj, items, once = snap
+    obj[:] = items
+    warnings.filters = obj  # type: ignore[attr-defined]
+    warnings.onceregistry.clear()
+    warnings.onceregistry.update(once)
+    warnings._filters_mutated()  # type: ignore[attr-defined]
+
+
+def _random_diff(snap: Any) -> list[str]:
+    return [] if _getstate() == snap else ["<random>"]
+
+
+def _random_put(snap: Any, sites: list[str]) -> None:
+    _setstate(snap)
+
+
+def _decimal_take() -> tuple[decimal.Context, tuple[object, ...], decimal.Context]:
+    ctx = decimal.getcontext()
+    return ctx, _decimal_state(ctx), ctx.copy()
+
+
+def _decimal_diff(snap: tuple[decimal.Context, tuple[object, ...], decimal.Context]) -> list[str]:
+    ctx, state, _ = snap
+    now = decimal.getcontext()
+    return [] if now is ctx and _decimal_state(now) == state else ["<decimal>"]
+
+
+def _decimal_put(
+    snap: tuple[decimal.Context, tuple[object, ...], decimal.Context], sites: list[str]
+) -> None:
+    ctx, _, saved = snap
+    for f in _DECIMAL_FIELDS:
+        setattr(ctx, f, getattr(saved, f))
+    ctx.traps.update(saved.traps)  # type: ignore[arg-type]
+    ctx.clear_flags()
+    decimal.setcontext(ctx)
+
+
+def _scalar_probe(name: str, get: Callable[[], Any], set_: Callable[[Any], object]) -> Probe:
+    def diff(snap: Any) -> list[str]:
+        return [] if get() == snap else [name]
+
+    def put(snap: Any, sites: list[str]) -> None:
+        set_(snap)
+
+    return Probe(name, get, diff, put)
+
+
+def _get_umask() -> int:
+    old = _umask(0o22)
+    _umask(old)
+    return old
+
+
+def _get_locale() -> str:
+    return locale.setlocale(locale.LC_ALL)
+
+
+def _set_locale(value: str) -> None:
+    try:
+        locale.setlocale(locale.LC_ALL, value)
+    except locale.Error:
+        pass
+
+
+def _signals_take() -> dict[str, Any]:
+    out = {}
+    for s in _SIGNALS:
+        try:
+            out[s] = signal.getsignal(getattr(signal, s))
+        except (ValueError, OSError):
+            pass
+    return out
+
+
+def _signals_diff(snap: dict[str, Any]) -> list[str]:
+    if threading.current_thread() is not threading.main_thread():
+        return []
+    return [
+        f"<signal>:{s}" for s, h in snap.items() if signal.getsignal(getattr(signal, s)) is not h
+    ]
+
+
+def _signals_put(snap: dict[str, Any], sites: list[str]) -> None:
+    for site in sites:
+        s = site.split(":", 1)[1]
+        h = snap[s]
+        if h is not None:
+            signal.signal(getattr(signal, s), h)
+
+
+def _stdio_take() -> tuple[Any, Any, Any]:
+    return sys.stdin, sys.stdout, sys.stderr
+
+
+def _stdio_diff(snap: tuple[Any, Any, Any]) -> list[str]:
+    names = ("stdin", "stdout", "stderr")
+    return [f"<sys.{n}>" for n, old in zip(names, snap) if getattr(sys, n) is not old]
+
+
+def _stdio_put(snap: tuple[Any, Any, Any], sites: list[str]) -> None:
+    sys.stdin, sys.stdout, sys.stderr = snap
+
+
+def default_probes() -> list[Probe]:
+    """Every process-wide probe, in restore order."""
+    probes = [
+        Probe("<cwd>", _cwd_take, _cwd_diff, _cwd_put),
+        Probe("<env>", _env_take, _env_diff, _env_put),
+        _list_probe("<sys.path>", lambda: sys.path),
+        _list_probe("<sys.meta_path>", lambda: sys.meta_path),
+        _list_probe("<sys.path_hooks>", lambda: sys.path_hooks),
+        _list_probe("<sys.argv>", lambda: sys.argv),
+        Probe("<logging>", _logging_take, _logging_diff, _logging_put),
+        Probe("<warnings>", _warnings_take, _warnings_diff, _warnings_put),
+        Probe("<random>", _getstate, _random_diff, _random_put),
+        Probe("<decimal>", _decimal_take, _decimal_diff, _decimal_put),
+        _scalar_probe("<umask>", _get_umask, _umask),
+        _scalar_probe("<recursionlimit>", sys.getrecursionlimit, sys.setrecursionlimit),
+        _scalar_probe("<socket.timeout>", socket.getdefaulttimeout, socket.setdefaulttimeout),
+        _scalar_probe("<locale>", _get_locale, _set_locale),
+        Probe("<signal>", _signals_take, _signals_diff, _signals_put),
+        Probe("<stdio>", _stdio_take, _stdio_diff, _stdio_put),
+    ]
+    return probes
+
+
+def live_threads() -> set[threading.Thread]:
+    return set(threading.enumerate())

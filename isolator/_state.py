@@ -1,0 +1,544 @@
+"""In-memory state of the project's modules: find it, fingerprint it, restore it in place.
+
+A :class:`StateTable` is the baseline of one moment.  It holds *watches*: for every
+mutable object reachable from a tracked module (module dicts, class dicts, containers,
+instance dicts of singletons, function defaults, closure cells, memo caches) a live
+reference and a shallow snapshot.  Checking is one C-level pass of ``!=`` over two
+parallel lists, so a clean test costs one comparison per watched object, and nothing is
+deep-copied::
+
+    lives: [mod.__dict__, SETTINGS, Config.__dict__ (proxy), ...]
+    snaps: [dict(...),    dict(...), dict(...),               ...]
+    sites: ["m:<globals>", "m:SETTINGS", "m:Config", ...]
+    kinds: [MODULE, DICT, CLASS, ...]
+
+Restoring puts the old contents back into the *same* objects, so references that other
+modules hold (``from m import SETTINGS``) stay coherent.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import operator
+import sys
+import types
+import warnings
+from array import array
+from collections.abc import Callable
+from typing import Any, Final
+
+# Kinds of watch.  Each kind has one snapshot, compare and restore rule.
+MODULE: Final = 0  # a module's __dict__; restored name by name
+DICT: Final = 1  # dict and subclasses, and instance __dict__s
+LIST: Final = 2
+SET: Final = 3
+BYTEARRAY: Final = 4
+DEQUE: Final = 5
+CLASS: Final = 6  # a class's mappingproxy; restored with setattr/delattr
+ARRAY: Final = 7
+INSTANCE: Final = 8  # an instance __dict__ (sites name attributes, not keys)
+
+_MAX_DEPTH: Final = 6
+_MAX_WATCHES_PER_MODULE: Final = 5000
+_MAX_ELEMENTS_PER_CONTAINER: Final = 20000
+
+# Types whose instances cannot change, or whose changes do not matter for isolation.
+_IMMUTABLE: tuple[type, ...] = (
+    int,
+    float,
+    complex,
+    str,
+    bytes,
+    bool,
+    type(None),
+    frozenset,
+    range,
+    slice,
+    type(Ellipsis),
+    type(NotImplemented),
+    types.BuiltinFunctionType,
+    types.MethodDescriptorType,
+    types.WrapperDescriptorType,
+    types.MethodWrapperType,
+    types.GetSetDescriptorType,
+    types.MemberDescriptorType,
+    types.CodeType,
+    property,
+    staticmethod,
+    classmethod,
+)
+_SKIP_NAMES: Final = frozenset(
+    {
+        "__builtins__",
+        "__loader__",
+        "__spec__",
+        "__cached__",
+        "__file__",
+        "__name__",
+        "__package__",
+        "__path__",
+        "__doc__",
+        "__annotations__",
+        "__warningregistry__",
+        "__dict__",
+        "__weakref__",
+        "__module__",
+        "__qualname__",
+        "__abstractmethods__",
+        "_abc_impl",
+        "__slotnames__",
+        "__parameters__",
+        "__orig_bases__",
+        "__firstlineno__",
+        "__static_attributes__",
+    }
+)
+
+
+def _is_lru_cache(obj: object) -> bool:
+    return callable(obj) and hasattr(obj, "cache_info") and hasattr(obj, "cache_clear")
+
+
+class Unrestorable:
+    """An object isolator can see but not snapshot (C-level state, iterators...).
+
+    It is checked through a cheap fingerprint; a change is reported, never silently shared.
+    """
+
+    __slots__ = ("site", "obj", "fingerprint", "kind")
+
+    def __init__(self, site: str, obj: object, fingerprint: Callable[[object], object], kind: str):
+        self.site = site
+        self.obj = obj
+        self.fingerprint = fingerprint
+        self.kind = kind
+
+
+def _opaque_fingerprint(obj: object) -> Callable[[object], object] | None:
+    """A cheap function whose value changes when ``obj``'s hidden state changes, or None."""
+    if isinstance(obj, (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)):
+
+        def gen_fp(o: Any) -> object:
+            frame = getattr(o, "gi_frame", None) or getattr(o, "cr_frame", None)
+            return -1 if frame is None else frame.f_lasti
+
+        return gen_fp
+    if hasattr(type(obj), "__length_hint__") and hasattr(type(obj), "__next__"):
+        return operator.length_hint
+    if hasattr(obj, "locked") and callable(obj.locked):
+        return lambda o: o.locked()  # type: ignore[attr-defined]
+    if hasattr(type(obj), "__next__"):
+        # itertools.count and friends show their position in their repr.
+        r = repr(obj)
+        if " at 0x" not in r:
+            return repr
+    return None
+
+
+class StateTable:
+    """Watches over the state of a set of modules; see the module docstring for the shape."""
+
+    def __init__(self) -> None:
+        self.lives: list[Any] = []
+        self.snaps: list[Any] = []
+        self.sites: list[str] = []
+        self.kinds: list[int] = []
+        self.owners: list[Any] = []  # the class for CLASS watches, else None
+        self.caches: list[tuple[str, Any, int]] = []  # (site, lru wrapper, baseline size)
+        self.cells: list[tuple[str, Any, object]] = []  # (site, cell, baseline contents)
+        self.defaults: list[tuple[str, Any, object, object]] = []  # (site, fn, defaults, kw)
+        self.opaque: list[Unrestorable] = []
+        self.opaque_fps: list[object] = []
+        self.truncated: list[str] = []  # sites not fully watched because they are too large
+        self._seen: set[int] = set()
+        self._keepalive: list[object] = []
+
+    # ---------------------------------------------------------------- building
+
+    def add_module(self, module: types.ModuleType, project_prefixes: tuple[str, ...]) -> None:
+        """Watch a module's globals and everything mutable reachable from them."""
+        name = module.__name__
+        mdict = module.__dict__
+        if id(mdict) in self._seen:
+            return
+        self._seen.add(id(mdict))
+        self._watch(f"{name}:<globals>", mdict, dict(mdict), MODULE, None)
+        budget = [_MAX_WATCHES_PER_MODULE]
+        for key, value in list(mdict.items()):
+            if key in _SKIP_NAMES or isinstance(value, types.ModuleType):
+                continue
+            self._walk(f"{name}:{key}", value, name, project_prefixes, 0, budget)
+
+    def _watch(self, site: str, live: Any, snap: Any, kind: int, owner: Any) -> None:
+        self.lives.append(live)
+        self.snaps.append(snap)
+        self.sites.append(site)
+        self.kinds.append(kind)
+        self.owners.append(owner)
+
+    def _walk(
+        self,
+        site: str,
+        value: Any,
+        modname: str,
+        prefixes: tuple[str, ...],
+        depth: int,
+        budget: list[int],
+    ) -> None:
+        if isinstance(value, _IMMUTABLE) or depth > _MAX_DEPTH:
+            return
+        if isinstance(value, tuple):
+            for i, item in enumerate(value):
+                self._walk(f"{site}[{i}]", item, modname, prefixes, depth + 1, budget)
+            return
+        vid = id(value)
+        if vid in self._seen:
+            return
+        if budget[0] <= 0:
+            self.truncated.append(site)
+            return
+        self._seen.add(vid)
+        self._keepalive.append(value)
+        budget[0] -= 1
+        if isinstance(value, types.ModuleType):
+            return
+        if isinstance(value, dict):
+            if len(value) > _MAX_ELEMENTS_PER_CONTAINER:
+                self.truncated.append(site)
+            self._watch(site, value, dict(value), DICT, None)
+            for k, v in list(value.items())[:_MAX_ELEMENTS_PER_CONTAINER]:
+                self._walk(f"{site}[{k!r}]", v, modname, prefixes, depth + 1, budget)
+            return
+        if isinstance(value, list):
+            self._watch(site, value, list(value), LIST, None)
+            for v in value[:_MAX_ELEMENTS_PER_CONTAINER]:
+                self._walk(site, v, modname, prefixes, depth + 1, budget)
+            return
+        if isinstance(value, (set,)):
+            self._watch(site, value, set(value), SET, None)
+            return
+        if isinstance(value, bytearray):
+            self._watch(site, value, bytes(value), BYTEARRAY, None)
+            return
+        if isinstance(value, collections.deque):
+            self._watch(site, value, collections.deque(value, value.maxlen), DEQUE, None)
+            for v in list(value)[:_MAX_ELEMENTS_PER_CONTAINER]:
+                self._walk(site, v, modname, prefixes, depth + 1, budget)
+            return
+        if isinstance(value, array):
+            self._watch(site, value, array(value.typecode, value), ARRAY, None)
+            return
+        if isinstance(value, type):
+            if not _is_project(getattr(value, "__module__", None), prefixes):
+                return
+            proxy = value.__dict__
+            self._watch(site, proxy, dict(proxy), CLASS, value)
+            for k, v in list(proxy.items()):
+                if k in _SKIP_NAMES:
+                    continue
+                self._walk(f"{site}.{k}", v, modname, prefixes, depth + 1, budget)
+            return
+        if isinstance(value, (types.FunctionType, types.MethodType)):
+            fn = value.__func__ if isinstance(value, types.MethodType) else value
+            if not _is_project(getattr(fn, "__module__", None), prefixes):
+                return
+            self._walk_function(site, fn, modname, prefixes, depth, budget)
+            return
+        if _is_lru_cache(value):
+            try:
+                size = value.cache_info().currsize
+            except Exception:
+                return
+            self.caches.append((site, value, size))
+            wrapped = getattr(value, "__wrapped__", None)
+            if isinstance(wrapped, types.FunctionType):
+                self._walk_function(site, wrapped, modname, prefixes, depth, budget)
+            return
+        if isinstance(value, functools.partial):
+            self._walk(site, value.args, modname, prefixes, depth + 1, budget)
+            self._walk(site, value.keywords, modname, prefixes, depth + 1, budget)
+            return
+        idict = getattr(value, "__dict__", None)
+        if isinstance(idict, dict):
+            cls = type(value)
+            # Enum members and other framework objects are immutable in practice; their
+            # classes are watched instead.
+            if _is_enum(cls):
+                return
+            self._watch(site, idict, dict(idict), INSTANCE, None)
+            for k, v in list(idict.items()):
+                self._walk(f"{site}.{k}", v, modname, prefixes, depth + 1, budget)
+            return
+        slots = _slot_names(type(value))
+        if slots:
+            # Slot-only objects: watched through a tuple of their slot values.
+            self._watch(site, _SlotView(value, slots), _SlotView(value, slots).values(), LIST, None)
+            self.kinds[-1] = _SLOTS
+            return
+        fp = _opaque_fingerprint(value)
+        if fp is not None:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    self.opaque_fps.append(fp(value))
+            except Exception:
+                return
+            self.opaque.append(Unrestorable(site, value, fp, type(value).__name__))
+
+    def _walk_function(
+        self,
+        site: str,
+        fn: types.FunctionType,
+        modname: str,
+        prefixes: tuple[str, ...],
+        depth: int,
+        budget: list[int],
+    ) -> None:
+        if fn.__defaults__ or fn.__kwdefaults__:
+            self.defaults.append((site, fn, fn.__defaults__, fn.__kwdefaults__))
+            for i, d in enumerate(fn.__defaults__ or ()):
+                self._walk(f"{site}.__defaults__[{i}]", d, modname, prefixes, depth + 1, budget)
+            for k, d in (fn.__kwdefaults__ or {}).items():
+                self._walk(f"{site}.__kwdefaults__[{k!r}]", d, modname, prefixes, depth + 1, budget)
+        if fn.__closure__:
+            names = fn.__code__.co_freevars
+            for cname, cell in zip(names, fn.__closure__):
+                try:
+                    contents = cell.cell_contents
+                except ValueError:
+                    contents = _EMPTY
+                csite = f"{site}.<closure>.{cname}"
+                if id(cell) not in self._seen:
+                    self._seen.add(id(cell))
+                    self.cells.append((csite, cell, contents))
+                if contents is not _EMPTY:
+                    self._walk(csite, contents, modname, prefixes, depth + 1, budget)
+        fdict = fn.__dict__
+        if fdict:
+            # Function attributes (counters, registries hung on a function).
+            self._watch(site, fdict, dict(fdict), INSTANCE, None)
+            for k, v in list(fdict.items()):
+                if k != "__wrapped__":
+                    self._walk(f"{site}.{k}", v, modname, prefixes, depth + 1, budget)
+
+    # ---------------------------------------------------------------- checking
+
+    def dirty_indexes(self) -> list[int]:
+        """Indexes of watches whose live object differs from its snapshot."""
+        try:
+            if not any(map(operator.ne, self.lives, self.snaps)):
+                return []
+        except Exception:
+            pass
+        out = []
+        for i, (live, snap) in enumerate(zip(self.lives, self.snaps)):
+            try:
+                if live != snap:
+                    out.append(i)
+            except Exception:
+                out.append(i)  # an element whose __eq__ raises was put there: dirty
+        return out
+
+    def dirty_extras(self) -> tuple[list[int], list[int], list[int], list[int]]:
+        """Dirty caches, cells, defaults and opaque objects (by index)."""
+        caches = (
+            [i for i, (_, fn, size) in enumerate(self.caches) if _cache_size(fn) != size]
+            if self.caches
+            else []
+        )
+        cells = (
+            [i for i, (_, cell, old) in enumerate(self.cells) if _cell_get(cell) is not old]
+            if self.cells
+            else []
+        )
+        defaults = (
+            [
+                i
+                for i, (_, fn, d, kw) in enumerate(self.defaults)
+                if fn.__defaults__ is not d or fn.__kwdefaults__ is not kw
+            ]
+            if self.defaults
+            else []
+        )
+        opaque: list[int] = []
+        if self.opaque:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for i, u in enumerate(self.opaque):
+                    try:
+                        if u.fingerprint(u.obj) != self.opaque_fps[i]:
+                            opaque.append(i)
+                    except Exception:
+                        opaque.append(i)
+        return caches, cells, defaults, opaque
+
+    def changed_sites(self, i: int) -> list[str]:
+        """The fine-grained sites that changed in watch ``i`` (called only when dirty)."""
+        kind = self.kinds[i]
+        site = self.sites[i]
+        live, snap = self.lives[i], self.snaps[i]
+        if kind == MODULE:
+            mod = site.split(":", 1)[0]
+            return [f"{mod}:{k}" for k in _diff_keys(live, snap) if k not in _SKIP_NAMES]
+        if kind == CLASS:
+            return [f"{site}.{k}" for k in _diff_keys(live, snap) if k not in _SKIP_NAMES]
+        if kind == INSTANCE:
+            return [f"{site}.{k}" for k in _diff_keys(live, snap)]
+        if kind == DICT:
+            keys = _diff_keys(live, snap)
+            return [f"{site}[{k!r}]" for k in keys] if keys else [site]
+        return [site]
+
+    # ---------------------------------------------------------------- restoring
+
+    def restore(self, i: int) -> None:
+        """Put the snapshot back into the live object of watch ``i``, in place."""
+        kind = self.kinds[i]
+        live, snap = self.lives[i], self.snaps[i]
+        if kind == MODULE:
+            _restore_mapping(live, snap)
+        elif kind == DICT or kind == INSTANCE:
+            _restore_mapping(live, snap)
+        elif kind == LIST:
+            live[:] = snap
+        elif kind == SET:
+            live.clear()
+            live.update(snap)
+        elif kind == BYTEARRAY:
+            live[:] = snap
+        elif kind == DEQUE:
+            live.clear()
+            live.extend(snap)
+        elif kind == ARRAY:
+            live[:] = snap
+        elif kind == CLASS:
+            cls = self.owners[i]
+            for k in _diff_keys(live, snap):
+                if k in ("__dict__", "__weakref__"):
+                    continue
+                if k in snap:
+                    setattr(cls, k, snap[k])
+                else:
+                    delattr(cls, k)
+        elif kind == _SLOTS:
+            live.restore(snap)
+
+    def restore_cache(self, i: int) -> None:
+        self.caches[i][1].cache_clear()
+
+    def restore_cell(self, i: int) -> None:
+        _, cell, old = self.cells[i]
+        if old is _EMPTY:
+            try:
+                del cell.cell_contents
+            except ValueError:
+                pass
+        else:
+            cell.cell_contents = old
+
+    def restore_defaults(self, i: int) -> None:
+        _, fn, d, kw = self.defaults[i]
+        fn.__defaults__ = d
+        fn.__kwdefaults__ = kw
+
+    def restore_all(self) -> None:
+        """Restore every watch unconditionally (``--reset=full``)."""
+        for i in range(len(self.lives)):
+            self.restore(i)
+        for i in range(len(self.caches)):
+            if self.caches[i][2] == 0:
+                self.restore_cache(i)
+        for i in range(len(self.cells)):
+            self.restore_cell(i)
+        for i in range(len(self.defaults)):
+            self.restore_defaults(i)
+
+
+_SLOTS: Final = 9
+_EMPTY: Final = object()
+
+
+class _SlotView:
+    """A live view of an object's slot values; compares by tuple of values."""
+
+    __slots__ = ("obj", "names")
+
+    def __init__(self, obj: object, names: tuple[str, ...]):
+        self.obj = obj
+        self.names = names
+
+    def values(self) -> tuple[object, ...]:
+        return tuple(getattr(self.obj, n, _EMPTY) for n in self.names)
+
+    def __eq__(self, other: object) -> bool:
+        return self.values() == other
+
+    def __ne__(self, other: object) -> bool:
+        return self.values() != other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def restore(self, snap: tuple[object, ...]) -> None:
+        for n, v in zip(self.names, snap):
+            if v is _EMPTY:
+                try:
+                    delattr(self.obj, n)
+                except AttributeError:
+                    pass
+            else:
+                setattr(self.obj, n, v)
+
+
+def _slot_names(cls: type) -> tuple[str, ...]:
+    names: list[str] = []
+    for klass in cls.__mro__:
+        slots = klass.__dict__.get("__slots__")
+        if isinstance(slots, str):
+            slots = (slots,)
+        for s in slots or ():
+            if s not in ("__dict__", "__weakref__"):
+                names.append(s)
+    return tuple(names)
+
+
+def _is_enum(cls: type) -> bool:
+    enum = sys.modules.get("enum")
+    return enum is not None and isinstance(cls, enum.EnumMeta)
+
+
+def _is_project(modname: object, prefixes: tuple[str, ...]) -> bool:
+    if not isinstance(modname, str):
+        return False
+    return modname in prefixes or modname.startswith(tuple(p + "." for p in prefixes))
+
+
+def _cache_size(fn: Any) -> int:
+    try:
+        return int(fn.cache_info().currsize)
+    except Exception:
+        return -1
+
+
+def _cell_get(cell: Any) -> object:
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return _EMPTY
+
+
+def _diff_keys(live: Any, snap: dict[Any, Any]) -> list[Any]:
+    """Keys added, removed or rebound (by identity) between ``snap`` and ``live``."""
+    out = [k for k in snap if k not in live]
+    for k, v in live.items():
+        if k not in snap or snap[k] is not v:
+            out.append(k)
+    return out
+
+
+def _restore_mapping(live: Any, snap: dict[Any, Any]) -> None:
+    for k in [k for k in live if k not in snap]:
+        del live[k]
+    for k, v in snap.items():
+        if k not in live or live[k] is not v:
+            live[k] = v

@@ -1,0 +1,71 @@
+"""The ``.isolator/`` directory: atomic JSON files shared by the runner, detector and
+scheduler."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from isolator._types import DependencyGraph
+
+STORE_DIR = ".isolator"
+DEPS_FILE = "deps.json"
+
+
+class StoreError(Exception):
+    """A file in ``.isolator/`` is missing or unreadable; the message is one line."""
+
+
+def store_dir(rootdir: str | os.PathLike[str]) -> Path:
+    return Path(rootdir) / STORE_DIR
+
+
+def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
+    """Write ``data`` as JSON so that readers see the old file or the new one, never half."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=1, sort_keys=False)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    path = Path(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise StoreError(f"{path} does not exist") from None
+    except (OSError, ValueError) as exc:
+        raise StoreError(
+            f"{path} is unreadable or corrupt ({exc.__class__.__name__}: {exc})"
+        ) from None
+
+
+def load_graph(rootdir: str | os.PathLike[str]) -> DependencyGraph:
+    path = store_dir(rootdir) / DEPS_FILE
+    data = read_json(path)
+    try:
+        return DependencyGraph.from_json(data)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise StoreError(f"{path} is not a valid dependency graph ({exc})") from None
+
+
+def save_graph(rootdir: str | os.PathLike[str], graph: DependencyGraph) -> Path:
+    path = store_dir(rootdir) / DEPS_FILE
+    write_json_atomic(path, graph.to_json())
+    return path

@@ -1,0 +1,195 @@
+"""``isolator run``: pytest in a supervised child process.
+
+A test that kills the interpreter (``os._exit``, a segfault) would end a plain pytest
+run.  The supervisor notices that the child ended without finishing, reports the test
+that was running as crashed, and starts a new child on the tests that had not run yet.
+JUnit XML of the parts is merged so that no result is lost.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from isolator._fork import describe_status
+from isolator._store import StoreError, read_json, write_json_atomic
+
+_MAX_RESTARTS = 50
+
+
+def _junit_target(args: list[str]) -> tuple[str | None, int, str]:
+    """(path, index of the arg, the option spelling) of --junitxml, or (None, -1, "")."""
+    for i, a in enumerate(args):
+        for opt in ("--junitxml", "--junit-xml"):
+            if a == opt and i + 1 < len(args):
+                return args[i + 1], i, opt
+            if a.startswith(opt + "="):
+                return a.split("=", 1)[1], i, opt
+    return None, -1, ""
+
+
+def _with_junit(args: list[str], path: str) -> list[str]:
+    target, i, opt = _junit_target(args)
+    if target is None:
+        return args
+    out = list(args)
+    if out[i] == opt:
+        out[i + 1] = path
+    else:
+        out[i] = f"{opt}={path}"
+    return out
+
+
+def supervise(pytest_args: list[str]) -> int:
+    """Run pytest with isolator until every selected test has run; return the exit code."""
+    work = tempfile.mkdtemp(prefix="isolator-run-")
+    try:
+        return _supervise(pytest_args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _supervise(pytest_args: list[str], work: str) -> int:
+    junit, _, _ = _junit_target(pytest_args)
+    done: list[str] = []
+    crashed: list[tuple[str, str]] = []
+    parts: list[str] = []
+    codes: list[int] = []
+    env = dict(os.environ, ISOLATOR_RUN="1")
+    stop_on_failure = any(a in ("-x", "--exitfirst") or a.startswith("--maxfail") for a in pytest_args)
+    for attempt in range(_MAX_RESTARTS + 1):
+        sup = os.path.join(work, f"part{attempt}")
+        os.makedirs(sup)
+        args = list(pytest_args)
+        if junit is not None:
+            part = os.path.join(work, f"junit{attempt}.xml")
+            parts.append(part)
+            args = _with_junit(args, part)
+        cmd = [sys.executable, "-m", "pytest", "-p", "isolator", *args, f"--isolator-supervised={sup}"]
+        if done:
+            resume = os.path.join(work, f"resume{attempt}.json")
+            write_json_atomic(resume, done)
+            cmd.append(f"--isolator-resume={resume}")
+        proc = subprocess.Popen(cmd, env=env)
+        try:
+            status = proc.wait()
+        except KeyboardInterrupt:
+            # pytest in the child got the SIGINT too and ends its own way.
+            try:
+                status = proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.send_signal(signal.SIGKILL)
+                status = proc.wait()
+            return 130 if status in (0, 2) else status
+        finished = os.path.exists(os.path.join(sup, "finished"))
+        if finished:
+            codes.append(status)
+            break
+        collected, running = _progress(sup)
+        if running is None:
+            # Died before running a test (collection or configuration): nothing to resume.
+            codes.append(status if status > 0 else 3)
+            break
+        nodeid = collected[running]
+        how = describe_status(_as_wait_status(status))
+        crashed.append((nodeid, how))
+        done += collected[: running + 1]
+        codes.append(1)
+        sys.stdout.flush()
+        sys.stderr.write(
+            f"\nisolator: {nodeid} crashed the test process ({how}); it counts as failed "
+            f"and the remaining {len(collected) - running - 1} test(s) continue in a new process\n"
+        )
+        if stop_on_failure or running + 1 >= len(collected):
+            break
+    else:
+        sys.stderr.write(f"isolator: giving up after {_MAX_RESTARTS} crashed processes\n")
+    if junit is not None:
+        _merge_junit(parts, junit, crashed)
+    if crashed:
+        sys.stderr.write(
+            f"isolator: {len(crashed)} test(s) crashed the interpreter: "
+            + ", ".join(f"{n} ({how})" for n, how in crashed)
+            + "\n"
+        )
+    return _combine(codes)
+
+
+def _as_wait_status(returncode: int) -> int:
+    if returncode < 0:
+        return -returncode  # WIFSIGNALED form: the signal number in the low bits
+    return returncode << 8
+
+
+def _progress(sup: str) -> tuple[list[str], int | None]:
+    try:
+        collected = [str(x) for x in read_json(os.path.join(sup, "collected.json"))]
+    except StoreError:
+        return [], None
+    try:
+        with open(os.path.join(sup, "progress"), encoding="ascii") as f:
+            text = f.read().strip()
+    except OSError:
+        return collected, None
+    if not text.isdigit():
+        return collected, None
+    i = int(text)
+    return collected, i if i < len(collected) else None
+
+
+def _combine(codes: list[int]) -> int:
+    """One exit code for the parts: failures win over success, errors over failures."""
+    if not codes:
+        return 3
+    for worst in (3, 2, 4):
+        if worst in codes:
+            return worst
+    if 1 in codes:
+        return 1
+    if all(c == 5 for c in codes):
+        return 5
+    return 0 if all(c in (0, 5) for c in codes) else max(codes)
+
+
+def _merge_junit(parts: list[str], target: str, crashed: list[tuple[str, str]]) -> None:
+    suites: list[Any] = []
+    for p in parts:
+        try:
+            root = ET.parse(p).getroot()
+        except (OSError, ET.ParseError):
+            continue
+        suites += [root] if root.tag == "testsuite" else list(root)
+    if not suites:
+        return
+    merged = suites[0]
+    for s in suites[1:]:
+        for case in s.findall("testcase"):
+            merged.append(case)
+    for nodeid, how in crashed:
+        path, _, name = nodeid.partition("::")
+        case = ET.SubElement(
+            merged,
+            "testcase",
+            classname=path.replace("/", ".").removesuffix(".py"),
+            name=name,
+            time="0",
+        )
+        ET.SubElement(case, "failure", message=f"crashed the test process ({how})").text = (
+            f"isolator: {nodeid} crashed the test process ({how})"
+        )
+    cases = merged.findall("testcase")
+    merged.set("tests", str(len(cases)))
+    for kind, attr in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
+        merged.set(attr, str(sum(1 for c in cases if c.find(kind) is not None)))
+    root = ET.Element("testsuites")
+    root.append(merged)
+    os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
+    tmp = target + ".tmp"
+    ET.ElementTree(root).write(tmp, encoding="utf-8", xml_declaration=True)
+    os.replace(tmp, target)

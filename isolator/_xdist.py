@@ -1,0 +1,265 @@
+"""pytest-xdist integration: a scheduler that keeps dependent tests on one worker, in order.
+
+Registered only when xdist is loaded.  The controller builds work units from the dependency
+graph and the collection the workers report (already in the repaired order, since the
+workers run ``_schedplugin``'s collection hooks): each connected component of constraint
+edges is one unit, sent to one worker in a single batch so that its tests run back to back;
+all other tests are single-test units, balanced across workers like ``--dist load``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from xdist.report import report_collection_diff  # type: ignore[import-untyped]
+from xdist.workermanage import parse_tx_spec_config  # type: ignore[import-untyped]
+
+from isolator import scheduler
+from isolator._schedplugin import WORKERINPUT_KEY, WORKEROUTPUT_KEY
+from isolator._types import NodeId
+
+if TYPE_CHECKING:
+    from isolator._schedplugin import SchedPlugin
+
+
+def _scope_fn(dist: str) -> scheduler.ScopeFn | None:
+    """The grouping xdist's own ``--dist`` mode would impose, merged into the units."""
+    if dist == "loadscope":
+        return lambda nodeid: nodeid.rsplit("::", 1)[0]
+    if dist == "loadfile":
+        return lambda nodeid: nodeid.split("::", 1)[0]
+    return None
+
+
+# --dist modes this scheduler replaces; "each" runs everything everywhere and "loadgroup"
+# rewrites node ids on the workers, so those keep xdist's scheduler.
+_REPLACED = frozenset({"load", "loadscope", "loadfile", "worksteal"})
+
+
+class XdistHooks:
+    """Controller-side xdist hooks (workers only need the collection hooks)."""
+
+    def __init__(self, plugin: SchedPlugin) -> None:
+        self.plugin = plugin
+        self._have_worker_output = False
+
+    @pytest.hookimpl
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput[WORKERINPUT_KEY] = self.plugin.workerinput_data()
+
+    @pytest.hookimpl
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        if self.plugin.graph is None:
+            return None
+        dist = str(config.getvalue("dist"))
+        if dist not in _REPLACED:
+            self.plugin.warnings.append(
+                f"--dist {dist}: xdist's own scheduler is used; dependency chains are not kept"
+            )
+            return None
+        lpt = self.plugin.order not in {"failed-first", "changed-first"}
+        return DependencyScheduling(config, log, self.plugin, _scope_fn(dist), lpt=lpt)
+
+    @pytest.hookimpl
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: Sequence[str]) -> None:
+        if not self.plugin.collected_ids:
+            self.plugin.collected_ids = list(ids)
+
+    @pytest.hookimpl
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        out = getattr(node, "workeroutput", {}).get(WORKEROUTPUT_KEY)
+        if not out or self._have_worker_output:
+            return
+        self._have_worker_output = True
+        self.plugin.lines = list(out.get("lines", []))
+        self.plugin.warnings.extend(out.get("warnings", []))
+        self.plugin.decisions = list(out.get("decisions", []))
+
+
+class DependencyScheduling:
+    """xdist ``Scheduling`` protocol: dependency units to one worker each, the rest balanced.
+
+    Shape of the state::
+
+        node2collection = {worker: [nodeid, ...]}     # as reported, all identical
+        node2pending    = {worker: [item index, ...]} # sent, not yet completed
+        queue           = deque([[item index, ...], ...])  # units not yet sent
+    """
+
+    def __init__(
+        self,
+        config: pytest.Config,
+        log: Any,
+        plugin: SchedPlugin,
+        scope: scheduler.ScopeFn | None = None,
+        *,
+        lpt: bool = True,
+        numnodes: int | None = None,
+    ) -> None:
+        self.config = config
+        self.log = log.isolatorsched if log is not None else (lambda *a: None)
+        self.plugin = plugin
+        self.scope = scope
+        self.lpt = lpt
+        self.numnodes = len(parse_tx_spec_config(config)) if numnodes is None else numnodes
+        self.node2collection: dict[Any, list[str]] = {}
+        self.node2pending: dict[Any, list[int]] = {}
+        self.queue: deque[list[int]] = deque()
+        self.queued_tests = 0
+        self.collection: list[str] | None = None
+
+    # -- protocol properties -------------------------------------------------------------
+
+    @property
+    def nodes(self) -> list[Any]:
+        return list(self.node2pending)
+
+    @property
+    def collection_is_completed(self) -> bool:
+        return len(self.node2collection) >= self.numnodes
+
+    @property
+    def tests_finished(self) -> bool:
+        if not self.collection_is_completed or self.queue:
+            return False
+        # A worker runs its last test only once told what comes next (or to shut down).
+        return all(len(p) < 2 for p in self.node2pending.values())
+
+    @property
+    def has_pending(self) -> bool:
+        return bool(self.queue) or any(self.node2pending.values())
+
+    # -- protocol methods ----------------------------------------------------------------
+
+    def add_node(self, node: Any) -> None:
+        assert node not in self.node2pending
+        self.node2pending[node] = []
+
+    def add_node_collection(self, node: Any, collection: Sequence[str]) -> None:
+        assert node in self.node2pending
+        if self.collection_is_completed and self.collection is not None:
+            if list(collection) != self.collection:
+                other = next(iter(self.node2collection))
+                self.log(
+                    report_collection_diff(
+                        self.collection, collection, other.gateway.id, node.gateway.id
+                    )
+                )
+                return
+        self.node2collection[node] = list(collection)
+
+    def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
+        self.node2pending[node].remove(item_index)
+        self._refill(node)
+
+    def mark_test_pending(self, item: str) -> None:
+        raise NotImplementedError()
+
+    def remove_pending_tests_from_node(self, node: Any, indices: Sequence[int]) -> None:
+        raise NotImplementedError()
+
+    def remove_node(self, node: Any) -> str | None:
+        pending = self.node2pending.pop(node)
+        if not pending:
+            return None
+        assert self.collection is not None
+        crashitem = self.collection[pending[0]]
+        # The rest of the crashed worker's units go back as one unit, still in order (a
+        # chain whose setter already ran there loses that state: reported by its test).
+        if pending[1:]:
+            self.queue.appendleft(pending[1:])
+            self.queued_tests += len(pending) - 1
+        for other in self.nodes:
+            self._refill(other)
+        return crashitem
+
+    def schedule(self) -> None:
+        assert self.collection_is_completed
+        if self.collection is not None:
+            for node in self.nodes:
+                self._refill(node)
+            return
+        if not self._same_collections():
+            self.log("**Different tests collected, aborting run**")
+            return
+        self.collection = list(next(iter(self.node2collection.values())))
+        if not self.collection:
+            return
+        units = self.plugin.controller_units(self.collection, self.scope)
+        if self.lpt:
+            # Longest units first: the single tests at the end fill the gaps.
+            units.sort(key=lambda u: -len(u))
+        index = {nodeid: i for i, nodeid in enumerate(self.collection)}
+        self.queue = deque([index[t] for t in unit] for unit in units)
+        self.queued_tests = len(self.collection)
+
+        extra = len(self.nodes) - len(self.queue)
+        for _ in range(max(0, extra)):
+            node, _pending = self.node2pending.popitem()
+            self.log(f"Shutting down unused node {node}")
+            node.shutdown()
+
+        # Initial distribution: a quarter of the tests, round robin, the rest on demand.
+        target = max(1, len(self.collection) // (4 * max(1, len(self.nodes))))
+        progress = True
+        while self.queue and progress:
+            progress = False
+            for node in self.nodes:
+                if self.queue and len(self.node2pending[node]) < target:
+                    self._send(node, [self.queue.popleft()])
+                    progress = True
+        if not self.queue:
+            for node in self.nodes:
+                node.shutdown()
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _refill(self, node: Any) -> None:
+        if node.shutting_down:
+            return
+        if not self.queue:
+            node.shutdown()
+            return
+        nnodes = max(1, len(self.node2pending))
+        low = max(2, self.queued_tests // nnodes // 4)
+        high = max(2, self.queued_tests // nnodes // 2)
+        pending = len(self.node2pending[node])
+        if pending >= low:
+            return
+        batch: list[list[int]] = []
+        while self.queue and pending < high:
+            unit = self.queue.popleft()
+            batch.append(unit)
+            pending += len(unit)
+        self._send(node, batch)
+
+    def _send(self, node: Any, units: list[list[int]]) -> None:
+        assert self.collection is not None
+        indices: list[int] = []
+        for unit in units:
+            indices.extend(unit)
+            self.queued_tests -= len(unit)
+            if len(unit) > 1:
+                chain: list[NodeId] = [self.collection[i] for i in unit]
+                self.plugin.worker_chains.setdefault(str(node.gateway.id), []).append(chain)
+        self.node2pending[node].extend(indices)
+        node.send_runtest_some(indices)
+
+    def _same_collections(self) -> bool:
+        items = list(self.node2collection.items())
+        first_node, first = items[0]
+        same = True
+        for node, collection in items[1:]:
+            msg = report_collection_diff(first, collection, first_node.gateway.id, node.gateway.id)
+            if not msg:
+                continue
+            same = False
+            self.log(msg)
+            rep = pytest.CollectReport(
+                nodeid=node.gateway.id, outcome="failed", longrepr=msg, result=[]
+            )
+            self.config.hook.pytest_collectreport(report=rep)
+        return same

@@ -1,0 +1,198 @@
+"""Data produced by the static pass: state declarations and per-code access sets."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from isolator._types import StateSite
+
+#: Kinds of ``StateDecl``, in the vocabulary of DESIGN.md.
+DECL_KINDS: Final = (
+    "global",
+    "rebound-global",
+    "class-attr",
+    "mutable-default",
+    "cache",
+    "closure",
+    "singleton",
+)
+
+
+def sites_overlap(a: StateSite, b: StateSite) -> bool:
+    """True if a write to one site can change what a read of the other sees.
+
+    A site covers itself and every site nested under it: ``m:X`` overlaps ``m:X['k']``
+    and ``m:X.attr``, but ``m:X1`` does not overlap ``m:X`` and ``m:X['a']`` does not
+    overlap ``m:X['b']``.  A pseudo-module without a name (``<env>``) covers its names
+    (``<env>:HOME``).
+    """
+    if len(a) > len(b):
+        a, b = b, a
+    if not b.startswith(a):
+        return False
+    if len(a) == len(b):
+        return True
+    sep = b[len(a)]
+    return sep == "." or sep == "[" or (sep == ":" and ":" not in a)
+
+
+class FrozenMap(Mapping[StateSite, int]):
+    """A read-only, hashable ``site -> line`` mapping (``CodeAccess.writes``)."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping[StateSite, int] | None = None) -> None:
+        self._data: dict[StateSite, int] = dict(data) if data else {}
+
+    def __getitem__(self, key: StateSite) -> int:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[StateSite]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._data.items()))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FrozenMap):
+            return self._data == other._data
+        if isinstance(other, Mapping):
+            return self._data == dict(other.items())
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"FrozenMap({self._data!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenMap, (self._data,))
+
+
+_EMPTY_WRITES: Final = FrozenMap()
+
+
+@dataclass(frozen=True)
+class StateDecl:
+    """One place of module-level mutable state found in the source.
+
+    ``kind`` is one of ``DECL_KINDS``; a site may appear with two kinds (a mutable dict
+    that a function also rebinds through ``global`` is ``global`` and ``rebound-global``).
+    """
+
+    site: StateSite
+    kind: str
+    lineno: int
+
+
+@dataclass(frozen=True)
+class CodeAccess:
+    """The state sites one code object (function, method, lambda, class or module body,
+    generator expression) reads and writes.
+
+    ``qualname`` and ``firstlineno`` equal the ``co_qualname`` and ``co_firstlineno`` of the
+    code object the running Python compiles for it; ``writes`` maps each site to the first
+    line that writes it.
+    """
+
+    qualname: str
+    firstlineno: int
+    reads: frozenset[StateSite] = frozenset()
+    writes: Mapping[StateSite, int] = field(default=_EMPTY_WRITES)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.writes, FrozenMap):
+            object.__setattr__(self, "writes", FrozenMap(self.writes))
+
+    def to_json(self) -> list[Any]:
+        return [self.qualname, self.firstlineno, sorted(self.reads), dict(self.writes)]
+
+    @classmethod
+    def from_json(cls, data: list[Any]) -> CodeAccess:
+        qualname, firstlineno, reads, writes = data
+        return cls(str(qualname), int(firstlineno), frozenset(reads), FrozenMap(writes))
+
+
+@dataclass(frozen=True)
+class ModuleState:
+    """What the static pass found in one module.
+
+    ``decls`` lists its state; ``code`` the accesses of each code object, in source order.
+    ``error`` is a one-line message when the source could not be read or parsed (then
+    ``decls`` and ``code`` are empty).  ``exports`` maps names bound by ``from X import Y``
+    at module level to ``X:Y`` (re-exports), ``classes`` lists the dotted paths of classes
+    that live as long as the module, and ``rebinds`` holds the written sites whose write
+    rebinds a name (``global X; X = ...``, ``mod.X = ...``) rather than mutating an object.
+    """
+
+    modname: str
+    filename: str
+    decls: tuple[StateDecl, ...] = ()
+    code: tuple[CodeAccess, ...] = ()
+    error: str = ""
+    exports: tuple[tuple[str, str], ...] = ()
+    classes: tuple[str, ...] = ()
+    rebinds: frozenset[StateSite] = frozenset()
+    _index: dict[int, list[CodeAccess]] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
+
+    def access_for(self, firstlineno: int, qualname: str | None = None) -> CodeAccess | None:
+        """The accesses of the code object starting at ``firstlineno``.
+
+        ``qualname`` may be ``co_qualname`` or, on Python 3.10, ``co_name``; it picks one
+        of several code objects starting on the same line.  Without it, several candidates
+        are merged into one conservative ``CodeAccess``.
+        """
+        index = self._index
+        if not index and self.code:
+            for access in self.code:
+                index.setdefault(access.firstlineno, []).append(access)
+        found = index.get(firstlineno)
+        if not found:
+            return None
+        if qualname is not None:
+            for access in found:
+                if access.qualname == qualname:
+                    return access
+            for access in found:
+                if access.qualname.rpartition(".")[2] == qualname:
+                    return access
+            return None
+        if len(found) == 1:
+            return found[0]
+        reads: set[StateSite] = set()
+        writes: dict[StateSite, int] = {}
+        for access in found:
+            reads.update(access.reads)
+            for site, line in access.writes.items():
+                writes[site] = min(line, writes.get(site, line))
+        return CodeAccess(found[0].qualname, firstlineno, frozenset(reads), FrozenMap(writes))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "modname": self.modname,
+            "filename": self.filename,
+            "decls": [[d.site, d.kind, d.lineno] for d in self.decls],
+            "code": [c.to_json() for c in self.code],
+            "error": self.error,
+            "exports": [list(e) for e in self.exports],
+            "classes": list(self.classes),
+            "rebinds": sorted(self.rebinds),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ModuleState:
+        return cls(
+            modname=str(data["modname"]),
+            filename=str(data["filename"]),
+            decls=tuple(StateDecl(str(s), str(k), int(n)) for s, k, n in data["decls"]),
+            code=tuple(CodeAccess.from_json(c) for c in data["code"]),
+            error=str(data.get("error", "")),
+            exports=tuple((str(a), str(b)) for a, b in data.get("exports", ())),
+            classes=tuple(str(c) for c in data.get("classes", ())),
+            rebinds=frozenset(str(s) for s in data.get("rebinds", ())),
+        )

@@ -1,0 +1,380 @@
+"""The pytest plugin: ``pytest -p isolator --reset=minimal`` (entry point ``isolator``).
+
+Hooks stay thin; the session's state lives in :class:`IsolatorPlugin`, registered as
+``isolator-core``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import importlib.util
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from isolator import _config
+from isolator._fork import CAN_FORK, run_forked
+from isolator._store import STORE_DIR, StoreError, read_json, write_json_atomic
+from isolator._types import AccessLog, ResetPlan
+from isolator.resetter import Resetter
+
+# Sub-plugins that exist are loaded with us, so that their options are known to pytest.
+pytest_plugins = [
+    name
+    for name in ("isolator._schedplugin", "isolator._depsplugin")
+    if importlib.util.find_spec(name) is not None
+]
+
+MODES = ("none", "minimal", "full", "fork")
+ACCESS_KEY = pytest.StashKey[AccessLog]()
+RESET_KEY = pytest.StashKey[ResetPlan]()
+FORK_FILE = "fork.json"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("isolator", "isolator: unit test virtualization")
+    group.addoption(
+        "--reset",
+        dest="isolator_reset",
+        choices=MODES,
+        default=None,
+        help="after each test, restore: none (plain pytest), minimal (only what the test "
+        "dirtied), full (every tracked site), fork (run each test in a forked child). "
+        "Default: [tool.isolator] reset, else minimal when isolator is asked for with "
+        "-p isolator or `isolator run`, else none.",
+    )
+    group.addoption(
+        "--isolator-fork",
+        dest="isolator_fork",
+        action="append",
+        default=[],
+        metavar="NODEID",
+        help="always run this test in a forked child (repeatable).",
+    )
+    group.addoption("--isolator-supervised", dest="isolator_supervised", help=argparse.SUPPRESS)
+    group.addoption("--isolator-resume", dest="isolator_resume", help=argparse.SUPPRESS)
+
+
+def _asked_for(config: pytest.Config) -> bool:
+    if os.environ.get("ISOLATOR_RUN") == "1":
+        return True
+    args = list(config.invocation_params.args)
+    for i, a in enumerate(args):
+        if a in ("-pisolator", "-p=isolator") or (
+            a == "-p" and args[i + 1 : i + 2] == ["isolator"]
+        ):
+            return True
+    return False
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "isolator_fork: always run this test in a forked child process"
+    )
+    try:
+        settings = _config.load(config.rootpath)
+    except _config.ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    mode = config.getoption("isolator_reset") or settings.reset
+    if mode is None:
+        mode = "minimal" if _asked_for(config) else "none"
+    core = IsolatorPlugin(config, mode, settings)
+    config.pluginmanager.register(core, "isolator-core")
+
+
+class IsolatorPlugin:
+    """Session state of isolator.
+
+    ``keep_state_after``: node ids after which no reset happens (chains that must share
+    state).  ``dirty_tests``/``forked`` and the resetter's counters feed the summary.
+    """
+
+    def __init__(self, config: pytest.Config, mode: str, settings: _config.Settings):
+        self.config = config
+        self.mode = mode
+        self.settings = settings
+        self.keep_state_after: set[str] = set()
+        self.resetter: Resetter | None = None
+        self.active = False
+        self.dirty_tests = 0
+        self.tests = 0
+        self.overhead = 0.0
+        self.unrestorable: dict[str, list[tuple[str, str]]] = {}
+        self.forked: dict[str, str] = {}
+        self.fork_reasons: dict[str, str] = {}
+        self.scoped: set[int] = set()
+        self.recovered: list[str] = []
+        self.store = config.rootpath / STORE_DIR
+        self._progress_fd: int | None = None
+        self._index = 0
+
+    # ----------------------------------------------------------------- session
+
+    def _is_controller(self) -> bool:
+        return self.config.pluginmanager.has_plugin("dsession")
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        resume = config.getoption("isolator_resume")
+        if resume:
+            try:
+                done = set(read_json(resume))
+            except StoreError as exc:
+                raise pytest.UsageError(f"isolator: {exc}") from None
+            items[:] = [it for it in items if it.nodeid not in done]
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        sup = self.config.getoption("isolator_supervised")
+        if sup:
+            write_json_atomic(
+                os.path.join(sup, "collected.json"), [i.nodeid for i in session.items]
+            )
+            self._progress_fd = os.open(
+                os.path.join(sup, "progress"), os.O_WRONLY | os.O_CREAT, 0o644
+            )
+        if (
+            self.mode != "none"
+            and not self._is_controller()
+            and not session.config.option.collectonly
+        ):
+            self._start(session)
+        try:
+            return (yield)
+        finally:
+            if self.resetter is not None:
+                self.resetter.stop()
+                self.active = False
+                self._save_forks()
+
+    def _start(self, session: pytest.Session) -> None:
+        from isolator._files import recover_journal
+
+        backup = str(self.store / "cow" / str(os.getpid()))
+        self.recovered = _recover_dead_journals(self.store / "cow")
+        self.recovered += recover_journal(backup)
+        exempt = [
+            os.path.join(tempfile.gettempdir(), f"pytest-of-{_user()}"),
+            str(self.store),
+            str(self.config.rootpath / ".pytest_cache"),
+            *self.settings.exempt,
+        ]
+        basetemp = self.config.option.basetemp
+        if basetemp:
+            exempt.append(str(basetemp))
+        cache = getattr(self.config, "cache", None)
+        if cache is not None:
+            exempt.append(str(cache._cachedir))
+        xml = getattr(self.config.option, "xmlpath", None)
+        if xml:
+            exempt.append(os.path.dirname(os.path.abspath(xml)))
+        modules = []
+        for item in session.items:
+            mod = getattr(item, "module", None)
+            if mod is not None and mod not in modules:
+                modules.append(mod)
+        self.resetter = Resetter(
+            str(self.config.rootpath),
+            backup,
+            exempt,
+            track=self.settings.track,
+            exclude=self.settings.exclude,
+        )
+        self.resetter.start(modules)
+        self.active = True
+        self.forked = self._load_forks()
+
+    # ----------------------------------------------------------------- per test
+
+    def _should_fork(self, item: pytest.Item) -> str:
+        if self.mode == "fork":
+            return "--reset=fork"
+        if item.get_closest_marker("isolator_fork") is not None:
+            return "marked isolator_fork"
+        if item.nodeid in self.config.getoption("isolator_fork"):
+            return "--isolator-fork"
+        if any(_match(item.nodeid, p) for p in self.settings.fork):
+            return "[tool.isolator] fork"
+        why = self.forked.get(item.nodeid)
+        if why:
+            return why
+        return ""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> object:
+        if not self.active or not CAN_FORK:
+            return None
+        why = self._should_fork(item)
+        if not why:
+            return None
+        self.fork_reasons[item.nodeid] = why
+        ihook = item.ihook
+        ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        for rep in run_forked(item, nextitem):
+            ihook.pytest_runtest_logreport(report=rep)
+        ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        return True
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(
+        self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
+    ) -> Generator[None, object, object]:
+        r = self.resetter
+        if not self.active or r is None or fixturedef.scope == "function":
+            return (yield)
+        from isolator import _modules
+
+        marks = (len(_modules.LOG.entries), len(r.files.order))
+        try:
+            return (yield)
+        finally:
+            t0 = time.perf_counter()
+            if r.push_scope(id(fixturedef), *marks):
+                self.scoped.add(id(fixturedef))
+            self.overhead += time.perf_counter() - t0
+
+    def pytest_fixture_post_finalizer(
+        self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
+    ) -> None:
+        key = id(fixturedef)
+        if key in self.scoped and self.resetter is not None:
+            self.scoped.discard(key)
+            self.resetter.pop_scope(key)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        sup = self.config.getoption("isolator_supervised")
+        if sup:
+            with open(os.path.join(sup, "finished"), "w", encoding="ascii") as f:
+                f.write("1\n")
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        from isolator._summary import write_summary
+
+        write_summary(self, terminalreporter)
+
+    # ----------------------------------------------------------------- fork memory
+
+    def _load_forks(self) -> dict[str, str]:
+        path = self.store / FORK_FILE
+        if not path.exists():
+            return {}
+        try:
+            data = read_json(path)
+        except StoreError as exc:
+            sys.stderr.write(f"isolator: ignoring {exc}\n")
+            return {}
+        if not isinstance(data, dict):
+            return {}
+        return {str(k): str(v) for k, v in data.items()}
+
+    def _save_forks(self) -> None:
+        new = {
+            nodeid: "could not reset: " + ", ".join(s for s, _ in probs)
+            for nodeid, probs in self.unrestorable.items()
+        }
+        if not new:
+            return
+        merged = dict(self.forked)
+        merged.update(new)
+        try:
+            write_json_atomic(self.store / FORK_FILE, merged)
+        except OSError as exc:
+            sys.stderr.write(f"isolator: cannot write {self.store / FORK_FILE}: {exc}\n")
+
+
+def _wrap_protocol(self: IsolatorPlugin, item: pytest.Item) -> Generator[None, object, object]:
+    r = self.resetter
+    if not self.active or r is None:
+        return (yield)
+    if self._progress_fd is not None:
+        os.pwrite(self._progress_fd, f"{self._index:12d}\n".encode(), 0)
+    self._index += 1
+    r.begin_test()
+    try:
+        return (yield)
+    finally:
+        r.end_test()
+        if item.nodeid not in self.keep_state_after:
+            t0 = time.perf_counter()
+            out = r.check_and_reset(force=self.mode == "full")
+            self.overhead += time.perf_counter() - t0
+            self.tests += 1
+            if out.writes:
+                self.dirty_tests += 1
+            if out.unrestorable:
+                self.unrestorable.setdefault(item.nodeid, []).extend(out.unrestorable)
+            item.stash[ACCESS_KEY] = AccessLog(
+                nodeid=item.nodeid, writes=dict.fromkeys(out.writes, "")
+            )
+            item.stash[RESET_KEY] = ResetPlan(
+                nodeid=item.nodeid,
+                reset=tuple(out.reset),
+                unrestorable=tuple(out.unrestorable),
+            )
+
+
+# The core already implements pytest_runtest_protocol (the fork path); the wrapper around
+# every test is a second small plugin object, as a class holds one attribute of a name.
+class _ProtocolWrapper:
+    def __init__(self, core: IsolatorPlugin):
+        self.core = core
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> Generator[None, object, object]:
+        return (yield from _wrap_protocol(self.core, item))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    core = session.config.pluginmanager.get_plugin("isolator-core")
+    if isinstance(core, IsolatorPlugin) and core.mode != "none":
+        session.config.pluginmanager.register(_ProtocolWrapper(core), "isolator-protocol")
+
+
+def _recover_dead_journals(cow: Any) -> list[str]:
+    from isolator._files import recover_journal
+
+    out: list[str] = []
+    if not os.path.isdir(cow):
+        return out
+    for name in os.listdir(cow):
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        if pid != os.getpid() and _alive(pid):
+            continue
+        out += recover_journal(os.path.join(cow, name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:
+        return "unknown"
+
+
+def _match(nodeid: str, pattern: str) -> bool:
+    import fnmatch
+
+    return nodeid == pattern or fnmatch.fnmatchcase(nodeid, pattern)

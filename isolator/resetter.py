@@ -1,0 +1,305 @@
+"""The resetter: the baseline, what a test dirtied, and putting it back.
+
+One :class:`Resetter` lives for the session.  Its *baseline* is module state right after
+collection plus what higher-scoped fixtures set up; those fixtures push a *frame* when
+their setup changes state, and pop it at their teardown, so that legitimate shared state
+lives exactly as long as the fixture that made it::
+
+    frames: [Frame(fixture key, table, probe snapshots, sys.modules snapshot, undo entries,
+                   file entries), ...]
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import types
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from isolator import _modules
+from isolator._files import FileGuard
+from isolator._process import Probe, default_probes
+from isolator._state import StateTable
+
+_ISOLATOR_DIR = os.path.dirname(os.path.abspath(__file__))
+_LIB_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
+
+
+@dataclass
+class Outcome:
+    """What one check found: the net writes, what was put back and what could not be."""
+
+    writes: list[str] = field(default_factory=list)
+    reset: list[str] = field(default_factory=list)
+    unrestorable: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class Frame:
+    key: int
+    table: StateTable
+    probe_snaps: list[Any]
+    modules_snap: dict[str, Any]
+    undo: list[tuple[types.ModuleType, str, object]]
+    files: list[tuple[str, str, str]]
+
+
+class Resetter:
+    """Baseline keeper for one session (see the module docstring)."""
+
+    def __init__(
+        self,
+        rootdir: str,
+        backup_dir: str,
+        exempt_dirs: list[str],
+        track: tuple[str, ...] = (),
+        exclude: tuple[str, ...] = (),
+    ):
+        self.rootdir = os.path.join(os.path.abspath(rootdir), "")
+        self.track = track
+        self.exclude = exclude
+        self.probes: list[Probe] = default_probes()
+        self._warnings_index = [p.name for p in self.probes].index("<warnings>")
+        self.files = FileGuard(backup_dir, exempt_dirs)
+        self.files.install()
+        self.table = StateTable()
+        self.probe_snaps: list[Any] = []
+        self.modules = _modules.ModulesProbe()
+        self.project: set[str] = set()
+        self.swapped: list[types.ModuleType] = []
+        self.frames: list[Frame] = []
+        self.threads: set[threading.Thread] = set()
+        self.reset_counts: Counter[str] = Counter()
+        self.opaque_reported: set[str] = set()
+
+    # ------------------------------------------------------------- classification
+
+    def is_project(self, mod: object) -> bool:
+        name = getattr(mod, "__name__", "")
+        if not isinstance(name, str):
+            return False
+        if any(name == t or name.startswith(t + ".") for t in self.track):
+            return True
+        if any(name == t or name.startswith(t + ".") for t in self.exclude):
+            return False
+        f = getattr(mod, "__file__", None)
+        if not isinstance(f, str):
+            return False
+        f = os.path.abspath(f)
+        return (
+            f.startswith(self.rootdir)
+            and not any(m in f for m in _LIB_MARKERS)
+            and not f.startswith(_ISOLATOR_DIR)
+        )
+
+    # ------------------------------------------------------------- baseline
+
+    def start(self, extra_modules: list[types.ModuleType] = ()) -> None:  # type: ignore[assignment]
+        """Take the session baseline (after collection)."""
+        for mod in list(sys.modules.values()) + list(extra_modules):
+            if isinstance(mod, types.ModuleType) and self.is_project(mod):
+                self.project.add(mod.__name__)
+        self._extra = list(extra_modules)
+        self.table = self._build_table()
+        self.probe_snaps = [p.take() for p in self.probes]
+        self.modules = _modules.ModulesProbe()
+        self.swapped = _modules.watch_library_modules(self.is_project)
+        self.threads = set(threading.enumerate())
+
+    def _build_table(self) -> StateTable:
+        t = StateTable()
+        prefixes = tuple(self.project)
+        mods = sys.modules
+        for name in sorted(self.project):
+            mod = mods.get(name)
+            if mod is not None:
+                t.add_module(mod, prefixes)
+        for mod in self._extra:
+            if mod.__name__ not in mods or mods[mod.__name__] is not mod:
+                t.add_module(mod, prefixes)
+        return t
+
+    def begin_test(self) -> None:
+        # pytest runs every test inside warnings.catch_warnings() with its own filters and
+        # restores them afterwards; compare against what the test started with.
+        self.probe_snaps[self._warnings_index] = self.probes[self._warnings_index].take()
+        _modules.LOG.active = True
+        self.files.active = True
+
+    def end_test(self) -> None:
+        _modules.LOG.active = False
+        self.files.active = False
+
+    def stop(self) -> None:
+        self.end_test()
+        _modules.unwatch(self.swapped)
+        self.swapped = []
+
+    # ------------------------------------------------------------- check & reset
+
+    def check_and_reset(self, force: bool = False) -> Outcome:
+        """Find what differs from the baseline and put it back (everything if ``force``)."""
+        out = Outcome()
+        files = self.files
+        # Files first: restoring them must not depend on the cwd the test left.
+        if files.order:
+            out.writes += files.dirty_sites()
+            out.reset += files.restore()
+        if files.unrestorable:
+            out.unrestorable += [(f"<file>:{p}", why) for p, why in files.unrestorable]
+            files.unrestorable.clear()
+        for probe, snap in zip(self.probes, self.probe_snaps):
+            sites = probe.diff(snap)
+            if sites:
+                out.writes += sites
+                probe.put(snap, sites)
+                out.reset += sites
+            elif force:
+                probe.put(snap, [])
+        added, replaced, deleted = self.modules.full_diff() if force else self.modules.diff()
+        kept: list[str] = []
+        if added or replaced or deleted:
+            reset, kept = self.modules.restore(added, replaced, deleted)
+            out.writes += reset
+            out.reset += reset
+        log = _modules.LOG
+        if log.entries:
+            sites = log.dirty_sites()
+            out.writes += sites
+            out.reset += sites
+            log.undo(set(kept))
+        self._reset_table(out, force, kept)
+        if len(threading.enumerate()) != len(self.threads):
+            self._check_threads(out)
+        for site in out.reset:
+            self.reset_counts[site] += 1
+        return out
+
+    def _reset_table(self, out: Outcome, force: bool, kept: list[str]) -> None:
+        t = self.table
+        if kept:
+            self._absorb_submodules(kept)
+        idx = t.dirty_indexes()
+        caches, cells, defaults, opaque = t.dirty_extras()
+        for i in idx:
+            sites = t.changed_sites(i)
+            out.writes += sites
+            out.reset += sites
+            t.restore(i)
+        for i in caches:
+            site = t.caches[i][0]
+            out.writes.append(site)
+            t.restore_cache(i)
+            out.reset.append(site)
+            if t.caches[i][2]:
+                out.unrestorable.append(
+                    (site, f"memo cache had {t.caches[i][2]} entries at baseline; it was cleared")
+                )
+        for i in cells:
+            site = t.cells[i][0]
+            out.writes.append(site)
+            t.restore_cell(i)
+            out.reset.append(site)
+        for i in defaults:
+            site = t.defaults[i][0]
+            out.writes.append(site)
+            t.restore_defaults(i)
+            out.reset.append(site)
+        for i in opaque:
+            u = t.opaque[i]
+            out.writes.append(u.site)
+            out.unrestorable.append(
+                (u.site, f"{u.kind} object changed; its state cannot be copied")
+            )
+            # Report each change once: the new state becomes what later tests are compared to.
+            try:
+                t.opaque_fps[i] = u.fingerprint(u.obj)
+            except Exception:
+                pass
+        if force:
+            t.restore_all()
+
+    def _absorb_submodules(self, kept: list[str]) -> None:
+        """Submodules imported and kept stay bound on their (tracked) parent package."""
+        t = self.table
+        for name in kept:
+            parent, _, child = name.rpartition(".")
+            pmod = sys.modules.get(parent)
+            if pmod is None or parent not in self.project:
+                continue
+            for i, site in enumerate(t.sites):
+                if t.kinds[i] == 0 and site == f"{parent}:<globals>":
+                    t.snaps[i][child] = sys.modules[name]
+
+    def _check_threads(self, out: Outcome) -> None:
+        now = set(threading.enumerate())
+        leaked = [th for th in now - self.threads if th.is_alive()]
+        for th in leaked:
+            th.join(0.05)
+        leaked = [th for th in leaked if th.is_alive()]
+        for th in leaked:
+            out.unrestorable.append((f"<thread>:{th.name}", "thread still running after the test"))
+        # Report each leaked thread once.
+        self.threads = {th for th in now if th.is_alive()}
+
+    # ------------------------------------------------------------- fixture scopes
+
+    def push_scope(self, key: int, undo_mark: int, files_mark: int) -> bool:
+        """A higher-scoped fixture finished its setup: what it changed joins the baseline.
+
+        Returns False (and pushes nothing) when the fixture changed nothing.
+        """
+        t = self.table
+        changed = (
+            bool(t.dirty_indexes())
+            or any(t.dirty_extras())
+            or any(p.diff(s) for p, s in zip(self.probes, self.probe_snaps))
+            or len(sys.modules) != self.modules.n
+            or len(_modules.LOG.entries) > undo_mark
+            or len(self.files.order) > files_mark
+        )
+        if not changed:
+            return False
+        log = _modules.LOG
+        frame = Frame(
+            key=key,
+            table=t,
+            probe_snaps=self.probe_snaps,
+            modules_snap=dict(self.modules.snap),
+            undo=log.entries[undo_mark:],
+            files=self.files.take_since(files_mark),
+        )
+        del log.entries[undo_mark:]
+        log.seen = {(id(m), n) for m, n, _ in log.entries}
+        for mod in list(sys.modules.values()):
+            if isinstance(mod, types.ModuleType) and mod.__name__ not in self.project:
+                if self.is_project(mod):
+                    self.project.add(mod.__name__)
+        self.table = self._build_table()
+        self.probe_snaps = [p.take() for p in self.probes]
+        self.modules.snap = dict(sys.modules)
+        self.modules.n = len(sys.modules)
+        self.frames.append(frame)
+        return True
+
+    def pop_scope(self, key: int) -> None:
+        """That fixture was torn down: its frame's baseline comes back."""
+        for j in range(len(self.frames) - 1, -1, -1):
+            if self.frames[j].key == key:
+                break
+        else:
+            return
+        frame = self.frames[j]
+        del self.frames[j:]
+        self.table = frame.table
+        self.probe_snaps = frame.probe_snaps
+        self.modules.snap = frame.modules_snap
+        self.modules.n = len(frame.modules_snap)
+        log = _modules.LOG
+        # Older originals first in the log, so that undoing in reverse ends on them.
+        log.entries[:0] = frame.undo
+        log.seen |= {(id(m), n) for m, n, _ in frame.undo}
+        self.files.give_back(frame.files)
