@@ -30,6 +30,8 @@ _PATH_EVENTS: Final = {
     "shutil.move": (0, 1),
 }
 _EVENTS: Final = frozenset(_PATH_EVENTS) | {"open"}
+# Events that can destroy a directory's contents: only these copy a tree aside.
+_TREE_EVENTS: Final = frozenset({"os.rmdir", "os.rename", "shutil.rmtree", "shutil.move"})
 _MAX_TREE_BYTES: Final = 64 * 1024 * 1024
 
 _abspath = os.path.abspath
@@ -74,13 +76,13 @@ class FileGuard:
                     return
             elif not any(c in mode for c in "wax+"):
                 return
-            self._before_write(path)
+            self._before_write(path, event)
         else:
             for i in _PATH_EVENTS[event]:
                 if i < len(args):
-                    self._before_write(args[i])
+                    self._before_write(args[i], event)
 
-    def _before_write(self, path: object) -> None:
+    def _before_write(self, path: object, event: str) -> None:
         if isinstance(path, bytes):
             path = os.fsdecode(path)
         if not isinstance(path, str):
@@ -91,18 +93,25 @@ class FileGuard:
             if not isinstance(path, str):
                 return
         path = _abspath(path)
-        if path in self.entries or path.startswith(self.exempt) or "__pycache__" in path:
+        if (
+            path in self.entries
+            or (path + os.sep).startswith(self.exempt)
+            or "__pycache__" in path
+        ):
             return
         self._busy = True
         try:
-            self._save(path)
+            self._save(path, event)
         finally:
             self._busy = False
 
-    def _save(self, path: str) -> None:
+    def _save(self, path: str, event: str) -> None:
         if not _exists(path):
             self.entries[path] = ("absent", "")
         elif _isdir(path) and not os.path.islink(path):
+            if event not in _TREE_EVENTS:
+                return  # mkdir of an existing directory, chmod/utime: nothing to save
+
             size = _tree_size(path)
             if size > _MAX_TREE_BYTES:
                 self.entries[path] = ("skip", "")

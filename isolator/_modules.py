@@ -101,7 +101,9 @@ def watch_library_modules(is_project: Any) -> list[types.ModuleType]:
     """Swap the class of plain library modules; returns the modules swapped."""
     swapped = []
     for name, mod in list(sys.modules.items()):
-        if type(mod) is not types.ModuleType or is_project(mod):
+        # sys is left alone: pytest rebinds its attributes around every test phase, and
+        # the process probes cover what matters in it.
+        if type(mod) is not types.ModuleType or mod is sys or is_project(mod):
             continue
         try:
             mod.__class__ = WatchedModule

@@ -67,7 +67,7 @@ def _logger_state(lg: logging.Logger) -> tuple[object, ...]:
 class Probe:
     """One process-wide resource."""
 
-    __slots__ = ("name", "take", "diff", "put")
+    __slots__ = ("name", "take", "diff", "put", "absorb")
 
     def __init__(
         self,
@@ -75,11 +75,15 @@ class Probe:
         take: Callable[[], Any],
         diff: Callable[[Any], list[str]],
         put: Callable[[Any, list[str]], None],
+        absorb: Callable[[Any, list[str]], Any] | None = None,
     ):
         self.name = name
         self.take = take
         self.diff = diff
         self.put = put
+        # absorb(snapshot, sites) -> a snapshot in which those sites have their current
+        # value; None means "take a fresh snapshot".
+        self.absorb = absorb
 
 
 # --------------------------------------------------------------------- probes
@@ -108,6 +112,17 @@ def _env_put(snap: dict[Any, Any], sites: list[str]) -> None:
                 del os.environ[key]
             except KeyError:
                 pass
+
+
+def _env_absorb(snap: dict[Any, Any], sites: list[str]) -> dict[Any, Any]:
+    new = dict(snap)
+    for site in sites:
+        enc = os.environ.encodekey(site.split(":", 1)[1])  # type: ignore[attr-defined]
+        if enc in _environ_data:
+            new[enc] = _environ_data[enc]
+        else:
+            new.pop(enc, None)
+    return new
 
 
 def _cwd_take() -> str:
@@ -297,11 +312,27 @@ def _stdio_put(snap: tuple[Any, Any, Any], sites: list[str]) -> None:
     sys.stdin, sys.stdout, sys.stderr = snap
 
 
+_SYS_HOOKS = ("excepthook", "displayhook", "breakpointhook", "dont_write_bytecode")
+
+
+def _sys_hooks_take() -> tuple[object, ...]:
+    return tuple(getattr(sys, n, None) for n in _SYS_HOOKS)
+
+
+def _sys_hooks_diff(snap: tuple[object, ...]) -> list[str]:
+    return [f"sys:{n}" for n, old in zip(_SYS_HOOKS, snap) if getattr(sys, n, None) is not old]
+
+
+def _sys_hooks_put(snap: tuple[object, ...], sites: list[str]) -> None:
+    for n, old in zip(_SYS_HOOKS, snap):
+        setattr(sys, n, old)
+
+
 def default_probes() -> list[Probe]:
     """Every process-wide probe, in restore order."""
     probes = [
         Probe("<cwd>", _cwd_take, _cwd_diff, _cwd_put),
-        Probe("<env>", _env_take, _env_diff, _env_put),
+        Probe("<env>", _env_take, _env_diff, _env_put, _env_absorb),
         _list_probe("<sys.path>", lambda: sys.path),
         _list_probe("<sys.meta_path>", lambda: sys.meta_path),
         _list_probe("<sys.path_hooks>", lambda: sys.path_hooks),
@@ -316,6 +347,7 @@ def default_probes() -> list[Probe]:
         _scalar_probe("<locale>", _get_locale, _set_locale),
         Probe("<signal>", _signals_take, _signals_diff, _signals_put),
         Probe("<stdio>", _stdio_take, _stdio_diff, _stdio_put),
+        Probe("<sys hooks>", _sys_hooks_take, _sys_hooks_diff, _sys_hooks_put),
     ]
     return probes
 

@@ -40,6 +40,7 @@ ARRAY: Final = 7
 INSTANCE: Final = 8  # an instance __dict__ (sites name attributes, not keys)
 
 _MAX_DEPTH: Final = 6
+_MAX_INSTANCE_DEPTH: Final = 2
 _MAX_WATCHES_PER_MODULE: Final = 5000
 _MAX_ELEMENTS_PER_CONTAINER: Final = 20000
 
@@ -139,7 +140,7 @@ def _opaque_fingerprint(obj: object) -> Callable[[object], object] | None:
 class StateTable:
     """Watches over the state of a set of modules; see the module docstring for the shape."""
 
-    def __init__(self) -> None:
+    def __init__(self, seen: set[int] | None = None) -> None:
         self.lives: list[Any] = []
         self.snaps: list[Any] = []
         self.sites: list[str] = []
@@ -151,18 +152,29 @@ class StateTable:
         self.opaque: list[Unrestorable] = []
         self.opaque_fps: list[object] = []
         self.truncated: list[str] = []  # sites not fully watched because they are too large
-        self._seen: set[int] = set()
+        self._seen: set[int] = set() if seen is None else seen
         self._keepalive: list[object] = []
+        self.modname = ""
+        self.refs: set[str] = set()  # modules this module's globals refer to
 
     # ---------------------------------------------------------------- building
 
     def add_module(self, module: types.ModuleType, project_prefixes: tuple[str, ...]) -> None:
         """Watch a module's globals and everything mutable reachable from them."""
         name = module.__name__
+        self.modname = name
         mdict = module.__dict__
         if id(mdict) in self._seen:
             return
         self._seen.add(id(mdict))
+        for value in list(mdict.values()):
+            ref = value.__name__ if isinstance(value, types.ModuleType) else getattr(
+                value, "__module__", None
+            ) if isinstance(value, (type, types.FunctionType)) else getattr(
+                type(value), "__module__", None
+            )
+            if isinstance(ref, str):
+                self.refs.add(ref)
         self._watch(f"{name}:<globals>", mdict, dict(mdict), MODULE, None)
         budget = [_MAX_WATCHES_PER_MODULE]
         for key, value in list(mdict.items()):
@@ -259,9 +271,20 @@ class StateTable:
             self._walk(site, value.args, modname, prefixes, depth + 1, budget)
             self._walk(site, value.keywords, modname, prefixes, depth + 1, budget)
             return
+        cls = type(value)
+        if cls is not types.SimpleNamespace and not _is_project(
+            getattr(cls, "__module__", None), prefixes
+        ):
+            # Instances of library classes (loggers, sessions, compiled objects) are the
+            # library's state; following them would watch half the interpreter.
+            fp = _opaque_fingerprint(value)
+            if fp is not None and not hasattr(value, "__dict__"):
+                self._add_opaque(site, value, fp)
+            return
+        if depth > _MAX_INSTANCE_DEPTH:
+            return  # objects deep inside containers are seen through their container only
         idict = getattr(value, "__dict__", None)
         if isinstance(idict, dict):
-            cls = type(value)
             # Enum members and other framework objects are immutable in practice; their
             # classes are watched instead.
             if _is_enum(cls):
@@ -278,13 +301,16 @@ class StateTable:
             return
         fp = _opaque_fingerprint(value)
         if fp is not None:
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    self.opaque_fps.append(fp(value))
-            except Exception:
-                return
-            self.opaque.append(Unrestorable(site, value, fp, type(value).__name__))
+            self._add_opaque(site, value, fp)
+
+    def _add_opaque(self, site: str, value: object, fp: Callable[[object], object]) -> None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self.opaque_fps.append(fp(value))
+        except Exception:
+            return
+        self.opaque.append(Unrestorable(site, value, fp, type(value).__name__))
 
     def _walk_function(
         self,

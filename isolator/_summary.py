@@ -44,8 +44,8 @@ def write_summary(core: IsolatorPlugin, tr: Any) -> None:
             f"ran {len(core.fork_reasons)} test(s) in a forked child: "
             + ", ".join(f"{why} ({n})" for why, n in reasons.most_common(_TOP))
         )
-    if r.table.truncated:
+    truncated = [s for t in r.tables.values() for s in t.truncated]
+    if truncated:
         tr.write_line(
-            f"{len(r.table.truncated)} large object(s) watched only in part: "
-            + ", ".join(r.table.truncated[:_TOP])
+            f"{len(truncated)} large object(s) watched only in part: " + ", ".join(truncated[:_TOP])
         )

@@ -112,6 +112,7 @@ class IsolatorPlugin:
         self.recovered: list[str] = []
         self.store = config.rootpath / STORE_DIR
         self._progress_fd: int | None = None
+        self.conftests: list[str] = []
         self._index = 0
 
     # ----------------------------------------------------------------- session
@@ -189,6 +190,9 @@ class IsolatorPlugin:
             exclude=self.settings.exclude,
         )
         self.resetter.start(modules)
+        self.conftests = [
+            n for n in self.resetter.project if n == "conftest" or n.endswith(".conftest")
+        ]
         self.active = True
         self.forked = self._load_forks()
 
@@ -232,12 +236,15 @@ class IsolatorPlugin:
             return (yield)
         from isolator import _modules
 
+        t0 = time.perf_counter()
         marks = (len(_modules.LOG.entries), len(r.files.order))
+        pre = r.probe_diffs()
+        self.overhead += time.perf_counter() - t0
         try:
             return (yield)
         finally:
             t0 = time.perf_counter()
-            if r.push_scope(id(fixturedef), *marks):
+            if r.push_scope(id(fixturedef), *marks, pre):
                 self.scoped.add(id(fixturedef))
             self.overhead += time.perf_counter() - t0
 
@@ -290,7 +297,9 @@ class IsolatorPlugin:
             sys.stderr.write(f"isolator: cannot write {self.store / FORK_FILE}: {exc}\n")
 
 
-def _wrap_protocol(self: IsolatorPlugin, item: pytest.Item) -> Generator[None, object, object]:
+def _wrap_protocol(
+    self: IsolatorPlugin, item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, object, object]:
     r = self.resetter
     if not self.active or r is None:
         return (yield)
@@ -304,7 +313,12 @@ def _wrap_protocol(self: IsolatorPlugin, item: pytest.Item) -> Generator[None, o
         r.end_test()
         if item.nodeid not in self.keep_state_after:
             t0 = time.perf_counter()
-            out = r.check_and_reset(force=self.mode == "full")
+            scope = None
+            mod = getattr(item, "module", None)
+            if mod is not None and getattr(nextitem, "module", None) is mod:
+                # Within a test module only the state it can reach; at the boundary, all.
+                scope = r.scope_for(mod.__name__, self.conftests)
+            out = r.check_and_reset(force=self.mode == "full", scope=scope)
             self.overhead += time.perf_counter() - t0
             self.tests += 1
             if out.writes:
@@ -331,7 +345,7 @@ class _ProtocolWrapper:
     def pytest_runtest_protocol(
         self, item: pytest.Item, nextitem: pytest.Item | None
     ) -> Generator[None, object, object]:
-        return (yield from _wrap_protocol(self.core, item))
+        return (yield from _wrap_protocol(self.core, item, nextitem))
 
 
 @pytest.hookimpl(trylast=True)

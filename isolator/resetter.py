@@ -23,6 +23,7 @@ from isolator import _modules
 from isolator._files import FileGuard
 from isolator._process import Probe, default_probes
 from isolator._state import StateTable
+from isolator._reach import Reach
 
 _ISOLATOR_DIR = os.path.dirname(os.path.abspath(__file__))
 _LIB_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
@@ -40,7 +41,7 @@ class Outcome:
 @dataclass
 class Frame:
     key: int
-    table: StateTable
+    tables: dict[str, StateTable]
     probe_snaps: list[Any]
     modules_snap: dict[str, Any]
     undo: list[tuple[types.ModuleType, str, object]]
@@ -65,9 +66,11 @@ class Resetter:
         self._warnings_index = [p.name for p in self.probes].index("<warnings>")
         self.files = FileGuard(backup_dir, exempt_dirs)
         self.files.install()
-        self.table = StateTable()
+        self.tables: dict[str, StateTable] = {}
+        self.reach = Reach(self.tables)
         self.probe_snaps: list[Any] = []
         self.modules = _modules.ModulesProbe()
+        self.started = False
         self.project: set[str] = set()
         self.swapped: list[types.ModuleType] = []
         self.frames: list[Frame] = []
@@ -103,26 +106,64 @@ class Resetter:
             if isinstance(mod, types.ModuleType) and self.is_project(mod):
                 self.project.add(mod.__name__)
         self._extra = list(extra_modules)
-        self.table = self._build_table()
-        self.probe_snaps = [p.take() for p in self.probes]
+        self._set_tables(self._build_tables())
         self.modules = _modules.ModulesProbe()
         self.swapped = _modules.watch_library_modules(self.is_project)
         self.threads = set(threading.enumerate())
+        self.started = False
 
-    def _build_table(self) -> StateTable:
-        t = StateTable()
+    def _first_test(self) -> None:
+        # Process-wide resources are compared at the same point of pytest's protocol as
+        # they are checked (capture and log handlers differ between loop start and here).
+        self.probe_snaps = [p.take() for p in self.probes]
+        self.started = True
+
+    def _build_tables(self) -> dict[str, StateTable]:
+        seen: set[int] = set()
         prefixes = tuple(self.project)
         mods = sys.modules
-        for name in sorted(self.project):
-            mod = mods.get(name)
-            if mod is not None:
-                t.add_module(mod, prefixes)
-        for mod in self._extra:
-            if mod.__name__ not in mods or mods[mod.__name__] is not mod:
-                t.add_module(mod, prefixes)
-        return t
+        tables: dict[str, StateTable] = {}
+        todo = [mods[n] for n in sorted(self.project) if n in mods]
+        todo += [m for m in self._extra if mods.get(m.__name__) is not m]
+        for mod in todo:
+            t = StateTable(seen)
+            t.add_module(mod, prefixes)
+            key = mod.__name__ if mod.__name__ not in tables else f"{mod.__name__}@{id(mod)}"
+            tables[key] = t
+        return tables
+
+    def _rebuild_dirty_tables(self) -> dict[str, StateTable]:
+        """New tables for the modules whose state differs from the baseline; others shared."""
+        prefixes = tuple(self.project)
+        tables = dict(self.tables)
+        for key, t in self.tables.items():
+            if t.dirty_indexes() or any(t.dirty_extras()):
+                mod = sys.modules.get(t.modname)
+                if mod is None:
+                    continue
+                nt = StateTable()
+                nt.add_module(mod, prefixes)
+                tables[key] = nt
+        for name in self.project:
+            if name not in tables and name in sys.modules:
+                nt = StateTable()
+                nt.add_module(sys.modules[name], prefixes)
+                tables[name] = nt
+        return tables
+
+    def _set_tables(self, tables: dict[str, StateTable]) -> None:
+        self.tables = tables
+        self.reach = Reach(tables)
+
+    def scope_for(self, modname: str | None, also: list[str]) -> list[StateTable] | None:
+        """The tables a test in ``modname`` could have touched, or None for all."""
+        if modname is None:
+            return None
+        return self.reach.tables_for(modname, also)
 
     def begin_test(self) -> None:
+        if not self.started:
+            self._first_test()
         # pytest runs every test inside warnings.catch_warnings() with its own filters and
         # restores them afterwards; compare against what the test started with.
         self.probe_snaps[self._warnings_index] = self.probes[self._warnings_index].take()
@@ -140,8 +181,13 @@ class Resetter:
 
     # ------------------------------------------------------------- check & reset
 
-    def check_and_reset(self, force: bool = False) -> Outcome:
-        """Find what differs from the baseline and put it back (everything if ``force``)."""
+    def check_and_reset(
+        self, force: bool = False, scope: list[StateTable] | None = None
+    ) -> Outcome:
+        """Find what differs from the baseline and put it back (everything if ``force``).
+
+        ``scope`` limits the module state checked to the tables the test could reach.
+        """
         out = Outcome()
         files = self.files
         # Files first: restoring them must not depend on the cwd the test left.
@@ -171,17 +217,17 @@ class Resetter:
             out.writes += sites
             out.reset += sites
             log.undo(set(kept))
-        self._reset_table(out, force, kept)
+        if kept:
+            self._absorb_submodules(kept)
+        for t in self.tables.values() if scope is None or force else scope:
+            self._reset_table(t, out, force)
         if len(threading.enumerate()) != len(self.threads):
             self._check_threads(out)
         for site in out.reset:
             self.reset_counts[site] += 1
         return out
 
-    def _reset_table(self, out: Outcome, force: bool, kept: list[str]) -> None:
-        t = self.table
-        if kept:
-            self._absorb_submodules(kept)
+    def _reset_table(self, t: StateTable, out: Outcome, force: bool) -> None:
         idx = t.dirty_indexes()
         caches, cells, defaults, opaque = t.dirty_extras()
         for i in idx:
@@ -224,15 +270,11 @@ class Resetter:
 
     def _absorb_submodules(self, kept: list[str]) -> None:
         """Submodules imported and kept stay bound on their (tracked) parent package."""
-        t = self.table
         for name in kept:
             parent, _, child = name.rpartition(".")
-            pmod = sys.modules.get(parent)
-            if pmod is None or parent not in self.project:
-                continue
-            for i, site in enumerate(t.sites):
-                if t.kinds[i] == 0 and site == f"{parent}:<globals>":
-                    t.snaps[i][child] = sys.modules[name]
+            t = self.tables.get(parent)
+            if t is not None and t.lives and t.kinds[0] == 0:
+                t.snaps[0][child] = sys.modules[name]
 
     def _check_threads(self, out: Outcome) -> None:
         now = set(threading.enumerate())
@@ -247,16 +289,23 @@ class Resetter:
 
     # ------------------------------------------------------------- fixture scopes
 
-    def push_scope(self, key: int, undo_mark: int, files_mark: int) -> bool:
+    def probe_diffs(self) -> list[list[str]]:
+        if not self.started:
+            self._first_test()
+        return [p.diff(snap) for p, snap in zip(self.probes, self.probe_snaps)]
+
+    def push_scope(self, key: int, undo_mark: int, files_mark: int, pre: list[list[str]]) -> bool:
         """A higher-scoped fixture finished its setup: what it changed joins the baseline.
 
-        Returns False (and pushes nothing) when the fixture changed nothing.
+        ``pre`` is :meth:`probe_diffs` from before the fixture ran: only the process-wide
+        sites that the fixture itself changed join the baseline, not pytest's own per-phase
+        state (capture, PYTEST_CURRENT_TEST).  Returns False when the fixture changed nothing.
         """
-        t = self.table
+        post = self.probe_diffs()
+        probes_changed = [i for i, (a, b) in enumerate(zip(pre, post)) if a != b]
         changed = (
-            bool(t.dirty_indexes())
-            or any(t.dirty_extras())
-            or any(p.diff(s) for p, s in zip(self.probes, self.probe_snaps))
+            bool(probes_changed)
+            or any(t.dirty_indexes() or any(t.dirty_extras()) for t in self.tables.values())
             or len(sys.modules) != self.modules.n
             or len(_modules.LOG.entries) > undo_mark
             or len(self.files.order) > files_mark
@@ -266,7 +315,7 @@ class Resetter:
         log = _modules.LOG
         frame = Frame(
             key=key,
-            table=t,
+            tables=self.tables,
             probe_snaps=self.probe_snaps,
             modules_snap=dict(self.modules.snap),
             undo=log.entries[undo_mark:],
@@ -278,8 +327,13 @@ class Resetter:
             if isinstance(mod, types.ModuleType) and mod.__name__ not in self.project:
                 if self.is_project(mod):
                     self.project.add(mod.__name__)
-        self.table = self._build_table()
-        self.probe_snaps = [p.take() for p in self.probes]
+        self._set_tables(self._rebuild_dirty_tables())
+        snaps = list(self.probe_snaps)
+        for i in probes_changed:
+            probe = self.probes[i]
+            new_sites = set(post[i]) - set(pre[i])
+            snaps[i] = probe.absorb(snaps[i], sorted(new_sites)) if probe.absorb else probe.take()
+        self.probe_snaps = snaps
         self.modules.snap = dict(sys.modules)
         self.modules.n = len(sys.modules)
         self.frames.append(frame)
@@ -294,7 +348,7 @@ class Resetter:
             return
         frame = self.frames[j]
         del self.frames[j:]
-        self.table = frame.table
+        self._set_tables(frame.tables)
         self.probe_snaps = frame.probe_snaps
         self.modules.snap = frame.modules_snap
         self.modules.n = len(frame.modules_snap)

@@ -1,0 +1,123 @@
+"""Which modules' state a test can reach: its module, and every project module that one
+refers to (runtime references of its globals and its import statements, at any depth),
+transitively.  The resetter checks only those after a test; a full check runs whenever the
+test module changes, so that anything reached by other paths is still put back."""
+
+from __future__ import annotations
+
+import os
+import re
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from isolator._state import StateTable
+
+
+_IMPORT_RE = re.compile(
+    r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)"
+    r"|import[ \t]+([^\n#;]+))",
+    re.MULTILINE,
+)
+
+
+@lru_cache(maxsize=4096)
+def _imports(filename: str, mtime_ns: int, package: str) -> frozenset[str]:
+    """Module names imported anywhere in a source file (relative imports resolved).
+
+    A regular expression, not a parse: this runs once per module at session start, and
+    over-approximating (an import inside a string) only widens what gets checked.
+    """
+    try:
+        with open(filename, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return frozenset()
+    out: set[str] = set()
+    for m in _IMPORT_RE.finditer(text):
+        frm, names, plain = m.group(1), m.group(2), m.group(3)
+        if plain is not None:
+            for part in plain.split(","):
+                name = part.split(" as ")[0].strip()
+                if name:
+                    out.add(name)
+            continue
+        base = frm or ""
+        level = len(base) - len(base.lstrip("."))
+        base = base.lstrip(".")
+        if level:
+            parts = package.split(".") if package else []
+            if level > 1:
+                parts = parts[: len(parts) - level + 1]
+            base = ".".join(p for p in (*parts, base) if p)
+        out.add(base)
+        for part in names.strip("()").replace("\\", " ").split(","):
+            name = part.split(" as ")[0].strip()
+            if name and name != "*":
+                out.add(f"{base}.{name}")
+    return frozenset(out)
+
+
+def imports_of(modname: str, filename: str | None, package: str | None) -> frozenset[str]:
+    if not filename or not filename.endswith(".py"):
+        return frozenset()
+    try:
+        mtime = os.stat(filename).st_mtime_ns
+    except OSError:
+        return frozenset()
+    return _imports(filename, mtime, package or "")
+
+
+class Reach:
+    """Transitive reach between the tracked modules' tables."""
+
+    def __init__(self, tables: dict[str, StateTable]):
+        self.tables = tables
+        self._closure: dict[tuple[str, ...], list[StateTable]] = {}
+        self._edges: dict[str, set[str]] = {}
+
+    def _neighbours(self, name: str) -> set[str]:
+        got = self._edges.get(name)
+        if got is not None:
+            return got
+        import sys
+
+        t = self.tables.get(name)
+        mod = sys.modules.get(name)
+        names: set[str] = set(t.refs) if t is not None else set()
+        if mod is not None:
+            names |= imports_of(
+                name, getattr(mod, "__file__", None), getattr(mod, "__package__", None)
+            )
+        out: set[str] = set()
+        is_package = mod is not None and hasattr(mod, "__path__")
+        for n in names:
+            if is_package and n.startswith(name + "."):
+                # A package that imports its submodules does not reach their state for a
+                # caller: the caller names the submodules it uses in its own imports.
+                continue
+            # `import a.b.c` reaches a, a.b and a.b.c.
+            parts = n.split(".")
+            for i in range(1, len(parts) + 1):
+                prefix = ".".join(parts[:i])
+                if prefix in self.tables:
+                    out.add(prefix)
+        self._edges[name] = out
+        return out
+
+    def tables_for(self, modname: str, also: list[str]) -> list[StateTable]:
+        key = (modname, *also)
+        got = self._closure.get(key)
+        if got is not None:
+            return got
+        seen: set[str] = set()
+        todo = [modname, *also]
+        while todo:
+            n = todo.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            todo.extend(self._neighbours(n) - seen)
+        got = [self.tables[n] for n in sorted(seen) if n in self.tables]
+        self._closure[key] = got
+        return got
