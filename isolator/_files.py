@@ -10,6 +10,8 @@ next run restores the user's files instead of losing them.
 from __future__ import annotations
 
 import json
+
+_dump = json.dump  # our own reference: a test may monkeypatch json
 import os
 import shutil
 import sys
@@ -140,7 +142,7 @@ class FileGuard:
         os.makedirs(self.backup_dir, exist_ok=True)
         tmp = self.journal + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
-            json.dump([[p, *self.entries[p]] for p in self.order], f)
+            _dump([[p, *self.entries[p]] for p in self.order], f)
         os.replace(tmp, self.journal)
 
     def dirty_sites(self) -> list[str]:

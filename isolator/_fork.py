@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import json
+
+_dumps = json.dumps  # our own reference: a test may monkeypatch json.dumps
 import os
 import signal
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,8 +17,17 @@ from _pytest.runner import runtestprotocol
 CAN_FORK = hasattr(os, "fork")
 
 
-def run_forked(item: pytest.Item, nextitem: pytest.Item | None) -> list[pytest.TestReport]:
-    """Run ``item``'s protocol in a child process and return its reports."""
+def run_forked(
+    item: pytest.Item,
+    nextitem: pytest.Item | None,
+    before: Callable[[], object] | None = None,
+    after: Callable[[], object] | None = None,
+) -> list[pytest.TestReport]:
+    """Run ``item``'s protocol in a child process and return its reports.
+
+    ``before``/``after`` run in the child around the test: the filesystem is shared with
+    the parent, so files the test wrote are put back before the child exits.
+    """
     config = item.config
     r, w = os.pipe()
     pid = os.fork()
@@ -23,12 +35,16 @@ def run_forked(item: pytest.Item, nextitem: pytest.Item | None) -> list[pytest.T
         code = 0
         try:
             os.close(r)
+            if before is not None:
+                before()
             reports = runtestprotocol(item, nextitem=None, log=False)
+            if after is not None:
+                after()
             data = [
                 config.hook.pytest_report_to_serializable(config=config, report=rep)
                 for rep in reports
             ]
-            payload = json.dumps(data).encode()
+            payload = _dumps(data).encode()
             with os.fdopen(w, "wb") as f:
                 f.write(payload)
         except BaseException:

@@ -89,11 +89,20 @@ class Probe:
 # --------------------------------------------------------------------- probes
 
 
+# pytest sets and removes this one itself around every phase.
+_PYTEST_VAR = os.environ.encodekey("PYTEST_CURRENT_TEST")  # type: ignore[attr-defined]
+
+
 def _env_take() -> dict[Any, Any]:
     return dict(_environ_data)
 
 
 def _env_diff(snap: dict[Any, Any]) -> list[str]:
+    cur = _environ_data.get(_PYTEST_VAR)
+    if cur is None:
+        snap.pop(_PYTEST_VAR, None)
+    else:
+        snap[_PYTEST_VAR] = cur
     if _environ_data == snap:
         return []
     keys = [k for k in snap if k not in _environ_data]
@@ -163,6 +172,9 @@ def _logging_take() -> tuple[list[tuple[str, tuple[object, ...]]], int, int]:
     return _logger_states(), logging.root.manager.disable, len(logging.Logger.manager.loggerDict)
 
 
+_FRESH_LOGGER = (logging.NOTSET, False, True, (), ())
+
+
 def _logging_diff(snap: tuple[list[tuple[str, tuple[object, ...]]], int, int]) -> list[str]:
     states, disable, _ = snap
     now = _logger_states()
@@ -172,7 +184,8 @@ def _logging_diff(snap: tuple[list[tuple[str, tuple[object, ...]]], int, int]) -
     if now != states:
         old = dict(states)
         for name, st in now:
-            if old.get(name) != st and name in old:
+            # A logger created during the test is compared with a fresh one.
+            if old.get(name, _FRESH_LOGGER) != st:
                 out.append(f"<logging>:{name}")
     return out
 
@@ -185,10 +198,10 @@ def _logging_put(
     old = dict(states)
     for site in sites:
         name = site.split(":", 1)[1]
-        if name == "<disable>" or name not in old:
+        if name == "<disable>":
             continue
         lg = logging.root if name == "root" else logging.getLogger(name)
-        level, disabled, propagate, handlers, filters = old[name]
+        level, disabled, propagate, handlers, filters = old.get(name, _FRESH_LOGGER)
         lg.setLevel(level)  # type: ignore[arg-type]
         lg.disabled = disabled  # type: ignore[assignment]
         lg.propagate = propagate  # type: ignore[assignment]

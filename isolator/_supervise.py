@@ -8,6 +8,7 @@ JUnit XML of the parts is merged so that no result is lost.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -99,6 +100,9 @@ def _supervise(pytest_args: list[str], work: str) -> int:
         nodeid = collected[running]
         how = describe_status(_as_wait_status(status))
         crashed.append((nodeid, how))
+        if junit is not None:
+            # The crashed part wrote no XML: rebuild it from the results it streamed.
+            _junit_from_results(os.path.join(sup, "results.jsonl"), parts[-1])
         done += collected[: running + 1]
         codes.append(1)
         sys.stdout.flush()
@@ -155,6 +159,34 @@ def _combine(codes: list[int]) -> int:
     if all(c == 5 for c in codes):
         return 5
     return 0 if all(c in (0, 5) for c in codes) else max(codes)
+
+
+def _junit_from_results(results: str, target: str) -> None:
+    cases: dict[str, Any] = {}
+    try:
+        with open(results, encoding="utf-8") as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+    except (OSError, ValueError):
+        return
+    suite = ET.Element("testsuite", name="pytest")
+    for row in rows:
+        nodeid = row["nodeid"]
+        case = cases.get(nodeid)
+        if case is None:
+            path, _, name = nodeid.partition("::")
+            case = cases[nodeid] = ET.SubElement(
+                suite,
+                "testcase",
+                classname=path.replace("/", ".").removesuffix(".py"),
+                name=name,
+                time=f"{row.get('duration', 0):.3f}",
+            )
+        if row["outcome"] == "failed":
+            tag = "failure" if row["when"] == "call" else "error"
+            ET.SubElement(case, tag, message=f"{row['when']} failed").text = row.get("message", "")
+        elif row["outcome"] == "skipped":
+            ET.SubElement(case, "skipped", message="skipped")
+    ET.ElementTree(suite).write(target, encoding="utf-8", xml_declaration=True)
 
 
 def _merge_junit(parts: list[str], target: str, crashed: list[tuple[str, str]]) -> None:

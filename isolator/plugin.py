@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import json
 import importlib.util
 import os
 import sys
@@ -19,6 +20,8 @@ from typing import Any
 import pytest
 
 from isolator import _config
+
+_dumps = json.dumps  # our own reference: a test may monkeypatch json.dumps
 from isolator._fork import CAN_FORK, run_forked
 from isolator._store import STORE_DIR, StoreError, read_json, write_json_atomic
 from isolator._types import AccessLog, ResetPlan
@@ -113,6 +116,7 @@ class IsolatorPlugin:
         self.store = config.rootpath / STORE_DIR
         self._progress_fd: int | None = None
         self.conftests: list[str] = []
+        self._results: Any = None
         self._index = 0
 
     # ----------------------------------------------------------------- session
@@ -142,6 +146,10 @@ class IsolatorPlugin:
             self._progress_fd = os.open(
                 os.path.join(sup, "progress"), os.O_WRONLY | os.O_CREAT, 0o644
             )
+            # Line-buffered: what a test reported survives the process dying in the next.
+            self._results = open(  # noqa: SIM115
+                os.path.join(sup, "results.jsonl"), "a", buffering=1, encoding="utf-8"
+            )
         if (
             self.mode != "none"
             and not self._is_controller()
@@ -163,7 +171,7 @@ class IsolatorPlugin:
         self.recovered = _recover_dead_journals(self.store / "cow")
         self.recovered += recover_journal(backup)
         exempt = [
-            os.path.join(tempfile.gettempdir(), f"pytest-of-{_user()}"),
+            _basetemp(self.config),
             str(self.store),
             str(self.config.rootpath / ".pytest_cache"),
             *self.settings.exempt,
@@ -222,7 +230,9 @@ class IsolatorPlugin:
         self.fork_reasons[item.nodeid] = why
         ihook = item.ihook
         ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-        for rep in run_forked(item, nextitem):
+        r = self.resetter
+        assert r is not None
+        for rep in run_forked(item, nextitem, r.begin_test, r.restore_files):
             ihook.pytest_runtest_logreport(report=rep)
         ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
         return True
@@ -255,6 +265,23 @@ class IsolatorPlugin:
         if key in self.scoped and self.resetter is not None:
             self.scoped.discard(key)
             self.resetter.pop_scope(key)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self._results is None:
+            return
+        if report.when == "call" or report.outcome != "passed":
+            self._results.write(
+                _dumps(
+                    {
+                        "nodeid": report.nodeid,
+                        "when": report.when,
+                        "outcome": report.outcome,
+                        "duration": report.duration,
+                        "message": report.longreprtext[-2000:] if report.failed else "",
+                    }
+                )
+                + "\n"
+            )
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         sup = self.config.getoption("isolator_supervised")
@@ -379,6 +406,17 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _basetemp(config: pytest.Config) -> str:
+    """pytest's temporary directory root for this session: files under it are the tests' own."""
+    factory = getattr(config, "_tmp_path_factory", None)
+    if factory is not None:
+        try:
+            return str(factory.getbasetemp())
+        except OSError:
+            pass
+    return os.path.join(tempfile.gettempdir(), f"pytest-of-{_user()}")
 
 
 def _user() -> str:

@@ -174,6 +174,10 @@ class Resetter:
         _modules.LOG.active = False
         self.files.active = False
 
+    def restore_files(self) -> None:
+        self.end_test()
+        self.files.restore()
+
     def stop(self) -> None:
         self.end_test()
         _modules.unwatch(self.swapped)

@@ -1,0 +1,332 @@
+"""The resetter end to end: real pytest runs in subprocesses, polluter first."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+
+PKG = """
+SETTINGS = {"currency": "USD", "tax": 0.1}
+HISTORY = []
+COUNT = 0
+
+class Config:
+    debug = False
+    plugins = []
+
+class Registry:
+    def __init__(self):
+        self.items = {}
+
+REGISTRY = Registry()
+
+def remember(x, seen=[]):
+    seen.append(x)
+    return len(seen)
+
+def bump():
+    global COUNT
+    COUNT += 1
+    return COUNT
+
+def make_counter():
+    n = 0
+    def inc():
+        nonlocal n
+        n += 1
+        return n
+    return inc
+
+counter = make_counter()
+
+import functools
+@functools.lru_cache(maxsize=None)
+def rate(code):
+    return SETTINGS.get("rate", 1.0)
+"""
+
+# Each pair: (name, polluting body, victim body). Polluter runs first in the file.
+PAIRS = {
+    "dict_key": ("pkg.SETTINGS['currency'] = 'EUR'", "assert pkg.SETTINGS['currency'] == 'USD'"),
+    "list": ("pkg.HISTORY.append(1)", "assert pkg.HISTORY == []"),
+    "rebound_global": ("pkg.bump()", "assert pkg.bump() == 1"),
+    "class_attr": ("pkg.Config.debug = True", "assert pkg.Config.debug is False"),
+    "class_list": ("pkg.Config.plugins.append('x')", "assert pkg.Config.plugins == []"),
+    "singleton": ("pkg.REGISTRY.items['a'] = 1", "assert pkg.REGISTRY.items == {}"),
+    "mutable_default": ("pkg.remember(1)", "assert pkg.remember(2) == 1"),
+    "closure": ("pkg.counter()", "assert pkg.counter() == 1"),
+    "lru_cache": (
+        "pkg.SETTINGS['rate'] = 2.0; pkg.rate('x'); del pkg.SETTINGS['rate']",
+        "assert pkg.rate('x') == 1.0",
+    ),
+    "environ": ("os.environ['ISO_T'] = '1'", "assert 'ISO_T' not in os.environ"),
+    "cwd": ("os.chdir(os.path.dirname(os.getcwd()))", "assert os.path.exists('pkg.py')"),
+    "sys_path": ("sys.path.insert(0, '/nonexistent')", "assert '/nonexistent' not in sys.path"),
+    "sys_modules": (
+        "sys.modules['fakemod'] = types.ModuleType('fakemod')",
+        "assert 'fakemod' not in sys.modules",
+    ),
+    "library_attr": ("json.dumps = lambda *a, **k: 'x'", "assert json.dumps(1) == '1'"),
+    "logging": (
+        "logging.getLogger('iso.t').setLevel(logging.ERROR)",
+        "assert logging.getLogger('iso.t').level == logging.NOTSET",
+    ),
+    "logging_disabled": (
+        "logging.getLogger('iso.d').disabled = True",
+        "assert not logging.getLogger('iso.d').disabled",
+    ),
+    "random": ("random.seed(5)", "assert random.random() != random.Random(5).random()"),
+    "decimal": ("decimal.getcontext().prec = 3", "assert decimal.getcontext().prec == 28"),
+    "file_created": ("open('made.txt', 'w').write('x')", "assert not os.path.exists('made.txt')"),
+    "file_changed": (
+        "open('data.txt', 'w').write('changed')",
+        "assert open('data.txt').read() == 'original'",
+    ),
+    "file_deleted": ("os.remove('data.txt')", "assert os.path.exists('data.txt')"),
+}
+
+HEADER = "import os, sys, json, types, logging, random, decimal\nimport pkg\n"
+
+
+def _suite(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(pkg=PKG)
+    body = HEADER
+    for name, (pollute, check) in PAIRS.items():
+        body += f"\ndef test_{name}_polluter():\n    {pollute}\n"
+        body += f"\ndef test_{name}_victim():\n    {check}\n"
+    pytester.makepyfile(test_pairs=body)
+    (pytester.path / "data.txt").write_text("original")
+
+
+def _outcomes(result: pytest.RunResult) -> dict[str, str]:
+    out = {}
+    for line in result.outlines:
+        if "::" in line and (" PASSED" in line or " FAILED" in line):
+            nodeid, _, rest = line.partition(" ")
+            out[nodeid.split("::")[-1]] = "passed" if "PASSED" in rest else "failed"
+    return out
+
+
+def test_minimal_reset_isolates_every_kind_of_state(pytester: pytest.Pytester) -> None:
+    _suite(pytester)
+    plain = pytester.runpytest_subprocess("-v", "-p", "no:randomly", "-p", "no:cacheprovider")
+    isolated = pytester.runpytest_subprocess(
+        "-v", "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal"
+    )
+    plain_out, iso_out = _outcomes(plain), _outcomes(isolated)
+    # Without isolation every victim fails after its polluter...
+    failed_plain = {k for k, v in plain_out.items() if v == "failed"}
+    assert {f"test_{n}_victim" for n in PAIRS} <= failed_plain
+    # ...with it, every test passes, as it does alone.
+    assert iso_out and all(v == "passed" for v in iso_out.values()), iso_out
+    assert len(iso_out) == 2 * len(PAIRS)
+    assert (pytester.path / "data.txt").read_text() == "original"
+    assert not (pytester.path / "made.txt").exists()
+    isolated.stdout.fnmatch_lines(["*--reset=minimal: * tests checked*", "most reset:*"])
+
+
+def test_full_mode_gives_the_same_outcomes(pytester: pytest.Pytester) -> None:
+    _suite(pytester)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator", "--reset=full")
+    result.assert_outcomes(passed=2 * len(PAIRS))
+
+
+def test_fork_mode_gives_the_same_outcomes(pytester: pytest.Pytester) -> None:
+    _suite(pytester)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator", "--reset=fork")
+    result.assert_outcomes(passed=2 * len(PAIRS))
+    result.stdout.fnmatch_lines(["*ran 42 test(s) in a forked child*"])
+
+
+def test_higher_scoped_fixture_state_lives_as_long_as_the_fixture(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        pkg="CONFIG = {}\n",
+        conftest="""
+import os, pytest, pkg
+
+@pytest.fixture(scope="session")
+def env():
+    os.environ["ISO_SESSION"] = "on"
+    yield
+
+@pytest.fixture(scope="module")
+def db():
+    pkg.CONFIG["db"] = "sqlite"
+    yield
+""",
+        test_a="""
+import os, pkg
+def test_one(db, env):
+    assert pkg.CONFIG == {"db": "sqlite"}
+    pkg.CONFIG["extra"] = 1
+def test_two(db, env):
+    assert pkg.CONFIG == {"db": "sqlite"}
+    assert os.environ["ISO_SESSION"] == "on"
+""",
+        test_b="""
+import os, pkg
+def test_after_module_fixture(env):
+    assert pkg.CONFIG == {}
+    assert os.environ["ISO_SESSION"] == "on"
+""",
+        test_c="""
+def test_last():
+    pass
+""",
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator", "--reset=minimal")
+    result.assert_outcomes(passed=4)
+
+
+def _isolator(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "isolator", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTEST_ADDOPTS": "-p no:randomly -p no:cacheprovider"},
+    )
+
+
+def test_run_survives_a_test_that_kills_the_interpreter(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_crash="""
+import os, ctypes
+def test_before():
+    pass
+def test_exit():
+    os._exit(3)
+def test_segfault():
+    ctypes.string_at(0)
+def test_after():
+    pass
+"""
+    )
+    proc = _isolator(pytester.path, "run", "-v", "--junitxml=out/report.xml")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "test_crash.py::test_exit crashed the test process (exit code 3)" in proc.stderr
+    assert "test_crash.py::test_segfault crashed the test process (killed by signal SIGSEGV)" in (
+        proc.stderr
+    )
+    assert "test_crash.py::test_after PASSED" in proc.stdout
+    cases = ET.parse(pytester.path / "out" / "report.xml").getroot().iter("testcase")
+    results = {c.get("name"): c.find("failure") is None for c in cases}
+    assert results == {
+        "test_before": True,
+        "test_after": True,
+        "test_exit": False,
+        "test_segfault": False,
+    }
+
+
+def test_state_that_cannot_be_copied_is_reported_and_forked_next_time(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        pkg="import itertools\nIDS = itertools.count()\n",
+        test_ids="""
+import pkg
+def test_takes_an_id():
+    assert next(pkg.IDS) == 0
+def test_other():
+    pass
+""",
+    )
+    first = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    first.assert_outcomes(passed=2)
+    first.stdout.fnmatch_lines(
+        [
+            "*could not reset after test_ids.py::test_takes_an_id: pkg:IDS: count object changed*",
+            "*1 test(s) will run in a forked child from the next run on*",
+        ]
+    )
+    forks = json.loads((pytester.path / ".isolator" / "fork.json").read_text())
+    assert list(forks) == ["test_ids.py::test_takes_an_id"]
+    second = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    second.assert_outcomes(passed=2)
+    second.stdout.fnmatch_lines(["*ran 1 test(s) in a forked child: could not reset: pkg:IDS*"])
+    assert "could not reset after" not in second.stdout.str()
+
+
+def test_leaked_thread_is_reported(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_thread="""
+import threading, time
+STOP = threading.Event()
+def test_leaks():
+    threading.Thread(target=STOP.wait, name="leaky", daemon=True).start()
+def test_stops():
+    STOP.set()
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*could not reset after test_thread.py::test_leaks: <thread>:leaky*"])
+
+
+@pytest.mark.parametrize(
+    ("files", "args", "code", "message"),
+    [
+        ({}, ["does/not/exist.py"], 4, "*file or directory not found: does/not/exist.py*"),
+        ({"test_bad": "def test_x(:\n    pass\n"}, [], 2, "*SyntaxError*"),
+        ({}, ["--reset=sometimes"], 2, "isolator: --reset=sometimes is not a mode*"),
+    ],
+)
+def test_bad_input_gives_a_clear_error(
+    pytester: pytest.Pytester, files: dict[str, str], args: list[str], code: int, message: str
+) -> None:
+    for name, text in files.items():
+        pytester.makepyfile(**{name: text})
+    proc = _isolator(pytester.path, "run", *args)
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    out = proc.stdout + proc.stderr
+    assert "isolator/" not in out.split("Traceback")[-1] if "Traceback" in out else True
+    assert any(
+        __import__("fnmatch").fnmatch(line, message) for line in out.splitlines()
+    ), out
+
+
+def test_bad_configuration_is_one_line(pytester: pytest.Pytester) -> None:
+    pytester.makepyprojecttoml("[tool.isolator]\nreset = 'maybe'\n")
+    pytester.makepyfile(test_ok="def test_ok():\n    pass\n")
+    proc = _isolator(pytester.path, "run", "--reset=minimal")
+    assert proc.returncode != 0
+    assert "[tool.isolator] reset = 'maybe'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_files_of_a_run_that_died_mid_test_are_restored(pytester: pytest.Pytester) -> None:
+    (pytester.path / "precious.txt").write_text("keep me")
+    pytester.makepyfile(
+        test_die="""
+import os
+def test_dies_after_writing():
+    open("precious.txt", "w").write("scribbled")
+    os._exit(1)
+def test_reads():
+    assert open("precious.txt").read() == "keep me"
+"""
+    )
+    proc = _isolator(pytester.path, "run", "-v")
+    assert "test_die.py::test_reads PASSED" in proc.stdout, proc.stdout + proc.stderr
+    assert (pytester.path / "precious.txt").read_text() == "keep me"
+
+
+def test_plugin_is_inert_unless_asked_for(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(pkg="X = []\n", test_p="import pkg\ndef test_a():\n    pkg.X.append(1)\n"
+                        "def test_b():\n    assert pkg.X == [1]\n")
+    result = pytester.runpytest_subprocess("-p", "no:randomly")
+    result.assert_outcomes(passed=2)
+    assert "isolator" not in result.stdout.str().split("plugins:")[-1].split("\n", 1)[-1]
