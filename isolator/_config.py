@@ -10,7 +10,7 @@ from typing import Any
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 by tox
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 _KEYS = {"reset", "fork", "track", "exclude", "exempt"}
 _MODES = ("none", "minimal", "full", "fork")

@@ -10,12 +10,12 @@ next run restores the user's files instead of losing them.
 from __future__ import annotations
 
 import json
-
-_dump = json.dump  # our own reference: a test may monkeypatch json
 import os
 import shutil
 import sys
 from typing import Any, Final
+
+_dump = json.dump  # our own reference: a test may monkeypatch json
 
 _WRITE_FLAGS: Final = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _PATH_EVENTS: Final = {
@@ -95,11 +95,7 @@ class FileGuard:
             if not isinstance(path, str):
                 return
         path = _abspath(path)
-        if (
-            path in self.entries
-            or (path + os.sep).startswith(self.exempt)
-            or "__pycache__" in path
-        ):
+        if path in self.entries or (path + os.sep).startswith(self.exempt) or "__pycache__" in path:
             return
         self._busy = True
         try:
@@ -239,11 +235,13 @@ def recover_journal(backup_dir: str) -> list[str]:
         return []
     try:
         with open(journal, encoding="utf-8") as f:
-            items = [tuple(x) for x in json.load(f)]
+            items: list[tuple[str, str, str]] = [
+                (str(a), str(b), str(c)) for a, b, c in json.load(f)
+            ]
     except (OSError, ValueError):
         return []
     problems: list[tuple[str, str]] = []
-    restored = restore_entries(items, problems)  # type: ignore[arg-type]
+    restored = restore_entries(items, problems)
     _remove(journal)
     return restored
 

@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import json
-
-_dumps = json.dumps  # our own reference: a test may monkeypatch json.dumps
 import os
 import signal
 from collections.abc import Callable
@@ -13,6 +11,8 @@ from typing import Any
 
 import pytest
 from _pytest.runner import runtestprotocol
+
+_dumps = json.dumps  # our own reference: a test may monkeypatch json.dumps
 
 CAN_FORK = hasattr(os, "fork")
 
@@ -61,22 +61,22 @@ def run_forked(
             chunks.append(b)
     _, status = os.waitpid(pid, 0)
     raw = b"".join(chunks)
-    reports: list[pytest.TestReport] = []
+    got: list[pytest.TestReport] = []
     if raw:
         try:
             for d in json.loads(raw):
                 rep = config.hook.pytest_report_from_serializable(config=config, data=d)
-                reports.append(rep)
+                got.append(rep)
         except ValueError:
-            reports = []
-    if not reports:
-        reports = [_crash_report(item, status)]
+            got = []
+    if not got:
+        got = [_crash_report(item, status)]
     # The parent's fixture stack must follow the item chain as if the test ran here.
     try:
         item.session._setupstate.teardown_exact(nextitem)
     except Exception:
         pass
-    return reports
+    return got
 
 
 def describe_status(status: int) -> str:

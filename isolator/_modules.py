@@ -100,7 +100,7 @@ class WatchedModule(types.ModuleType):
 def watch_library_modules(is_project: Any) -> list[types.ModuleType]:
     """Swap the class of plain library modules; returns the modules swapped."""
     swapped = []
-    for name, mod in list(sys.modules.items()):
+    for mod in list(sys.modules.values()):
         # sys is left alone: pytest rebinds its attributes around every test phase, and
         # the process probes cover what matters in it.
         if type(mod) is not types.ModuleType or mod is sys or is_project(mod):
@@ -116,7 +116,7 @@ def watch_library_modules(is_project: Any) -> list[types.ModuleType]:
 def unwatch(modules: list[types.ModuleType]) -> None:
     for mod in modules:
         if type(mod) is WatchedModule:
-            mod.__class__ = types.ModuleType
+            mod.__class__ = types.ModuleType  # type: ignore[assignment]
 
 
 def is_extension(mod: object) -> bool:

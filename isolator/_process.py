@@ -27,8 +27,8 @@ _umask = os.umask
 _getstate = random.getstate
 _setstate = random.setstate
 _environ_data: dict[Any, Any] = os.environ._data  # type: ignore[attr-defined]
-_decode = os.environ.decodevalue  # type: ignore[attr-defined]
-_decodekey = os.environ.decodekey  # type: ignore[attr-defined]
+_decode = os.environ.decodevalue
+_decodekey = os.environ.decodekey
 
 _SIGNALS = [
     s
@@ -90,7 +90,7 @@ class Probe:
 
 
 # pytest sets and removes this one itself around every phase.
-_PYTEST_VAR = os.environ.encodekey("PYTEST_CURRENT_TEST")  # type: ignore[attr-defined]
+_PYTEST_VAR = os.environ.encodekey("PYTEST_CURRENT_TEST")
 
 
 def _env_take() -> dict[Any, Any]:
@@ -113,7 +113,7 @@ def _env_diff(snap: dict[Any, Any]) -> list[str]:
 def _env_put(snap: dict[Any, Any], sites: list[str]) -> None:
     for site in sites:
         key = site.split(":", 1)[1]
-        enc = os.environ.encodekey(key)  # type: ignore[attr-defined]
+        enc = os.environ.encodekey(key)
         if enc in snap:
             os.environ[key] = _decode(snap[enc])
         else:
@@ -126,7 +126,7 @@ def _env_put(snap: dict[Any, Any], sites: list[str]) -> None:
 def _env_absorb(snap: dict[Any, Any], sites: list[str]) -> dict[Any, Any]:
     new = dict(snap)
     for site in sites:
-        enc = os.environ.encodekey(site.split(":", 1)[1])  # type: ignore[attr-defined]
+        enc = os.environ.encodekey(site.split(":", 1)[1])
         if enc in _environ_data:
             new[enc] = _environ_data[enc]
         else:
@@ -209,13 +209,16 @@ def _logging_put(
         lg.filters[:] = list(filters)  # type: ignore[call-overload]
 
 
+_warnings: Any = warnings  # filters/onceregistry are module internals typeshed does not list
+
+
 def _warnings_take() -> tuple[list[Any], list[Any], dict[Any, Any]]:
-    return warnings.filters, list(warnings.filters), dict(warnings.onceregistry)
+    return _warnings.filters, list(_warnings.filters), dict(_warnings.onceregistry)
 
 
 def _warnings_diff(snap: tuple[list[Any], list[Any], dict[Any, Any]]) -> list[str]:
     obj, items, once = snap
-    if warnings.filters is obj and obj == items and warnings.onceregistry == once:
+    if _warnings.filters is obj and obj == items and _warnings.onceregistry == once:
         return []
     return ["<warnings>"]
 
@@ -223,10 +226,10 @@ def _warnings_diff(snap: tuple[list[Any], list[Any], dict[Any, Any]]) -> list[st
 def _warnings_put(snap: tuple[list[Any], list[Any], dict[Any, Any]], sites: list[str]) -> None:
     obj, items, once = snap
     obj[:] = items
-    warnings.filters = obj  # type: ignore[attr-defined]
-    warnings.onceregistry.clear()
-    warnings.onceregistry.update(once)
-    warnings._filters_mutated()  # type: ignore[attr-defined]
+    _warnings.filters = obj
+    _warnings.onceregistry.clear()
+    _warnings.onceregistry.update(once)
+    _warnings._filters_mutated()
 
 
 def _random_diff(snap: Any) -> list[str]:
@@ -254,7 +257,7 @@ def _decimal_put(
     ctx, _, saved = snap
     for f in _DECIMAL_FIELDS:
         setattr(ctx, f, getattr(saved, f))
-    ctx.traps.update(saved.traps)  # type: ignore[arg-type]
+    ctx.traps.update(saved.traps)
     ctx.clear_flags()
     decimal.setcontext(ctx)
 

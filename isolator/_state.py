@@ -168,10 +168,12 @@ class StateTable:
             return
         self._seen.add(id(mdict))
         for value in list(mdict.values()):
-            ref = value.__name__ if isinstance(value, types.ModuleType) else getattr(
-                value, "__module__", None
-            ) if isinstance(value, (type, types.FunctionType)) else getattr(
-                type(value), "__module__", None
+            ref = (
+                value.__name__
+                if isinstance(value, types.ModuleType)
+                else getattr(value, "__module__", None)
+                if isinstance(value, (type, types.FunctionType))
+                else getattr(type(value), "__module__", None)
             )
             if isinstance(ref, str):
                 self.refs.add(ref)
@@ -252,7 +254,7 @@ class StateTable:
                 self._walk(f"{site}.{k}", v, modname, prefixes, depth + 1, budget)
             return
         if isinstance(value, (types.FunctionType, types.MethodType)):
-            fn = value.__func__ if isinstance(value, types.MethodType) else value
+            fn: Any = value.__func__ if isinstance(value, types.MethodType) else value
             if not _is_project(getattr(fn, "__module__", None), prefixes):
                 return
             self._walk_function(site, fn, modname, prefixes, depth, budget)

@@ -63,7 +63,9 @@ def _supervise(pytest_args: list[str], work: str) -> int:
     parts: list[str] = []
     codes: list[int] = []
     env = dict(os.environ, ISOLATOR_RUN="1")
-    stop_on_failure = any(a in ("-x", "--exitfirst") or a.startswith("--maxfail") for a in pytest_args)
+    stop_on_failure = any(
+        a in ("-x", "--exitfirst") or a.startswith("--maxfail") for a in pytest_args
+    )
     for attempt in range(_MAX_RESTARTS + 1):
         sup = os.path.join(work, f"part{attempt}")
         os.makedirs(sup)
@@ -72,7 +74,8 @@ def _supervise(pytest_args: list[str], work: str) -> int:
             part = os.path.join(work, f"junit{attempt}.xml")
             parts.append(part)
             args = _with_junit(args, part)
-        cmd = [sys.executable, "-m", "pytest", "-p", "isolator", *args, f"--isolator-supervised={sup}"]
+        cmd = [sys.executable, "-m", "pytest", "-p", "isolator", *args]
+        cmd.append(f"--isolator-supervised={sup}")
         if done:
             resume = os.path.join(work, f"resume{attempt}.json")
             write_json_atomic(resume, done)
@@ -212,9 +215,9 @@ def _merge_junit(parts: list[str], target: str, crashed: list[tuple[str, str]]) 
             name=name,
             time="0",
         )
-        ET.SubElement(case, "failure", message=f"crashed the test process ({how})").text = (
-            f"isolator: {nodeid} crashed the test process ({how})"
-        )
+        ET.SubElement(
+            case, "failure", message=f"crashed the test process ({how})"
+        ).text = f"isolator: {nodeid} crashed the test process ({how})"
     cases = merged.findall("testcase")
     merged.set("tests", str(len(cases)))
     for kind, attr in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):

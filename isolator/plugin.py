@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import json
 import importlib.util
+import json
 import os
 import sys
 import tempfile
@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 
 from isolator import _config
-
-_dumps = json.dumps  # our own reference: a test may monkeypatch json.dumps
 from isolator._fork import CAN_FORK, run_forked
 from isolator._store import STORE_DIR, StoreError, read_json, write_json_atomic
 from isolator._types import AccessLog, ResetPlan
 from isolator.resetter import Resetter
+
+_dumps = json.dumps  # our own reference: a test may monkeypatch json.dumps
 
 # Sub-plugins that exist are loaded with us, so that their options are known to pytest.
 pytest_plugins = [
@@ -344,7 +344,7 @@ def _wrap_protocol(
             mod = getattr(item, "module", None)
             if mod is not None and getattr(nextitem, "module", None) is mod:
                 # Within a test module only the state it can reach; at the boundary, all.
-                scope = r.scope_for(mod.__name__, self.conftests)
+                scope = r.scope_for(str(getattr(mod, "__name__", "")), self.conftests)
             out = r.check_and_reset(force=self.mode == "full", scope=scope)
             self.overhead += time.perf_counter() - t0
             self.tests += 1

@@ -22,8 +22,8 @@ from typing import Any
 from isolator import _modules
 from isolator._files import FileGuard
 from isolator._process import Probe, default_probes
-from isolator._state import StateTable
 from isolator._reach import Reach
+from isolator._state import StateTable
 
 _ISOLATOR_DIR = os.path.dirname(os.path.abspath(__file__))
 _LIB_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)

@@ -273,7 +273,9 @@ def test_stops():
     )
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["*could not reset after test_thread.py::test_leaks: <thread>:leaky*"])
+    result.stdout.fnmatch_lines(
+        ["*could not reset after test_thread.py::test_leaks: <thread>:leaky*"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -293,9 +295,7 @@ def test_bad_input_gives_a_clear_error(
     assert proc.returncode == code, proc.stdout + proc.stderr
     out = proc.stdout + proc.stderr
     assert "isolator/" not in out.split("Traceback")[-1] if "Traceback" in out else True
-    assert any(
-        __import__("fnmatch").fnmatch(line, message) for line in out.splitlines()
-    ), out
+    assert any(__import__("fnmatch").fnmatch(line, message) for line in out.splitlines()), out
 
 
 def test_bad_configuration_is_one_line(pytester: pytest.Pytester) -> None:
@@ -325,8 +325,11 @@ def test_reads():
 
 
 def test_plugin_is_inert_unless_asked_for(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(pkg="X = []\n", test_p="import pkg\ndef test_a():\n    pkg.X.append(1)\n"
-                        "def test_b():\n    assert pkg.X == [1]\n")
+    pytester.makepyfile(
+        pkg="X = []\n",
+        test_p="import pkg\ndef test_a():\n    pkg.X.append(1)\n"
+        "def test_b():\n    assert pkg.X == [1]\n",
+    )
     result = pytester.runpytest_subprocess("-p", "no:randomly")
     result.assert_outcomes(passed=2)
     assert "isolator" not in result.stdout.str().split("plugins:")[-1].split("\n", 1)[-1]
