@@ -125,10 +125,51 @@ def is_extension(mod: object) -> bool:
     return isinstance(origin, str) and origin.endswith(_EXT_SUFFIXES)
 
 
+class _Reinstate:
+    """Loader that hands back a module object unloaded after an earlier test."""
+
+    def __init__(self, module: types.ModuleType):
+        self.module = module
+        self.spec = getattr(module, "__spec__", None)
+
+    def create_module(self, spec: Any) -> types.ModuleType:
+        return self.module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        # The import system set __spec__ to ours; the module keeps its real one.
+        if self.spec is not None:
+            module.__spec__ = self.spec
+
+
+class UnloadedFinder:
+    """First on sys.meta_path: library modules that a test imported are unloaded after it
+    (a fresh process would not have them), and come back as the *same* objects when imported
+    again, instead of being executed twice (which costs time, and breaks identity of their
+    classes for objects that outlive the test)."""
+
+    def __init__(self) -> None:
+        self.cache: dict[str, types.ModuleType] = {}
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        mod = self.cache.pop(name, None)
+        if mod is None:
+            return None
+        import importlib.util
+
+        return importlib.util.spec_from_loader(name, _Reinstate(mod))  # type: ignore[arg-type]
+
+    def invalidate_caches(self) -> None:
+        pass
+
+
+FINDER = UnloadedFinder()
+
+
 class ModulesProbe:
     """Snapshot of ``sys.modules``; see the module docstring for the policy."""
 
-    def __init__(self) -> None:
+    def __init__(self, is_project: Any = None) -> None:
+        self.is_project = is_project or (lambda mod: False)
         self.snap: dict[str, Any] = dict(sys.modules)
         self.n = len(self.snap)
         self.ext_families = {n.partition(".")[0] for n, m in self.snap.items() if is_extension(m)}
@@ -181,7 +222,15 @@ class ModulesProbe:
                 reset.remove(n)
                 kept.append(name)
         for site in reset:
-            mods.pop(site.split(":", 1)[1], None)
+            name = site.split(":", 1)[1]
+            m = mods.pop(name, None)
+            if (
+                isinstance(m, types.ModuleType)
+                and getattr(m, "__spec__", None) is not None
+                and getattr(m, "__file__", None)
+                and not self.is_project(m)
+            ):
+                FINDER.cache[name] = m
         for n in replaced + deleted:
             mods[n] = self.snap[n]
             reset.append(f"<sys.modules>:{n}")

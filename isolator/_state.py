@@ -216,6 +216,12 @@ class StateTable:
         self._keepalive.append(value)
         budget[0] -= 1
         if isinstance(value, types.ModuleType):
+            # A module object of a project class (lazy modules like six.moves) keeps its
+            # state in its __dict__; plain modules are tracked as modules of their own.
+            if type(value) is not types.ModuleType and _is_project(
+                getattr(type(value), "__module__", None), prefixes
+            ):
+                self._watch(site, value.__dict__, dict(value.__dict__), INSTANCE, None)
             return
         if isinstance(value, dict):
             if len(value) > _MAX_ELEMENTS_PER_CONTAINER:

@@ -107,7 +107,9 @@ class Resetter:
                 self.project.add(mod.__name__)
         self._extra = list(extra_modules)
         self._set_tables(self._build_tables())
-        self.modules = _modules.ModulesProbe()
+        self.modules = _modules.ModulesProbe(self.is_project)
+        if _modules.FINDER not in sys.meta_path:
+            sys.meta_path.insert(0, _modules.FINDER)
         self.swapped = _modules.watch_library_modules(self.is_project)
         self.threads = set(threading.enumerate())
         self.started = False
@@ -180,6 +182,9 @@ class Resetter:
 
     def stop(self) -> None:
         self.end_test()
+        if _modules.FINDER in sys.meta_path:
+            sys.meta_path.remove(_modules.FINDER)
+        _modules.FINDER.cache.clear()
         _modules.unwatch(self.swapped)
         self.swapped = []
 
