@@ -12,7 +12,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 by tox
     import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
-_KEYS = {"reset", "fork", "track", "exclude", "exempt"}
+_KEYS = {"reset", "fork", "track", "exclude", "exempt", "learn_memo", "keep"}
 _MODES = ("none", "minimal", "full", "fork")
 
 
@@ -27,6 +27,8 @@ class Settings:
     track: tuple[str, ...] = ()  # extra module prefixes whose state is tracked
     exclude: tuple[str, ...] = ()  # module prefixes never tracked
     exempt: tuple[str, ...] = ()  # directories whose files are not restored
+    learn_memo: bool = True  # keep dict entries recomputed equal after two resets
+    keep: tuple[str, ...] = ()  # sites (fnmatch) of pure memo dicts: additions are kept
 
 
 def load(rootdir: Path) -> Settings:
@@ -61,7 +63,12 @@ def load(rootdir: Path) -> Settings:
             )
         return tuple(value)
 
+    learn = table.get("learn_memo", True)
+    if not isinstance(learn, bool):
+        raise ConfigError(f"isolator: [tool.isolator] learn_memo in {path} must be true or false")
     return Settings(
+        learn_memo=learn,
+        keep=strings("keep"),
         reset=reset,
         fork=strings("fork"),
         track=strings("track"),

@@ -25,6 +25,12 @@ def write_summary(core: IsolatorPlugin, tr: Any) -> None:
     if r.reset_counts:
         top = Counter(r.reset_counts).most_common(_TOP)
         tr.write_line("most reset: " + ", ".join(f"{s} ({n})" for s, n in top))
+    if r.memo_kept:
+        tr.write_line(
+            f"kept {len(r.memo_kept)} memo entr{'y' if len(r.memo_kept) == 1 else 'ies'} "
+            "declared in `keep` or recomputed equal after two resets (learn_memo): "
+            + ", ".join(r.memo_kept[:_TOP])
+        )
     if core.recovered:
         tr.write_line(
             f"restored {len(core.recovered)} file(s) left by an earlier run that died mid-test"

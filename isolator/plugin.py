@@ -196,6 +196,8 @@ class IsolatorPlugin:
             exempt,
             track=self.settings.track,
             exclude=self.settings.exclude,
+            learn_memo=self.settings.learn_memo,
+            keep=self.settings.keep,
         )
         self.resetter.start(modules)
         self.conftests = [

@@ -11,6 +11,7 @@ lives exactly as long as the fixture that made it::
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import sys
 import threading
@@ -23,7 +24,7 @@ from isolator import _modules
 from isolator._files import FileGuard
 from isolator._process import Probe, default_probes
 from isolator._reach import Reach
-from isolator._state import StateTable
+from isolator._state import DICT, StateTable, same_value
 
 _ISOLATOR_DIR = os.path.dirname(os.path.abspath(__file__))
 _LIB_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
@@ -58,6 +59,8 @@ class Resetter:
         exempt_dirs: list[str],
         track: tuple[str, ...] = (),
         exclude: tuple[str, ...] = (),
+        learn_memo: bool = True,
+        keep: tuple[str, ...] = (),
     ):
         self.rootdir = os.path.join(os.path.abspath(rootdir), "")
         self.track = track
@@ -77,6 +80,10 @@ class Resetter:
         self.threads: set[threading.Thread] = set()
         self.reset_counts: Counter[str] = Counter()
         self.opaque_reported: set[str] = set()
+        self.learn_memo = learn_memo
+        self.keep = keep
+        self.memo: dict[tuple[str, object], tuple[object, int]] = {}
+        self.memo_kept: list[str] = []
 
     # ------------------------------------------------------------- classification
 
@@ -240,6 +247,8 @@ class Resetter:
         idx = t.dirty_indexes()
         caches, cells, defaults, opaque = t.dirty_extras()
         for i in idx:
+            if t.kinds[i] == DICT and (self.learn_memo or self.keep) and self._keep_memo(t, i):
+                continue
             sites = t.changed_sites(i)
             out.writes += sites
             out.reset += sites
@@ -276,6 +285,48 @@ class Resetter:
                 pass
         if force:
             t.restore_all()
+
+    def _keep_memo(self, t: StateTable, i: int) -> bool:
+        """Keep entries a test *added* to a dict once they were recomputed equal twice.
+
+        Memo caches (parsers, compiled patterns) are refilled by every test after a reset,
+        which costs what a fresh process costs.  An entry whose value came back equal after
+        two resets is taken as a deterministic memo entry and joins the baseline; entries
+        of objects without value equality never qualify.  Returns True when every change
+        of the watch was such an entry.
+        """
+        live, snap = t.lives[i], t.snaps[i]
+        added = []
+        for k, v in live.items():
+            if k not in snap:
+                added.append(k)
+            elif snap[k] is not v:
+                return False
+        if len(snap) + len(added) != len(live) or not added:
+            return False
+        site = t.sites[i]
+        keep = []
+        declared = bool(self.keep) and any(fnmatch.fnmatchcase(site, p) for p in self.keep)
+        for k in added:
+            if declared:
+                keep.append(k)
+                continue
+            if not self.learn_memo:
+                break
+            key = (site, k)
+            seen = self.memo.get(key)
+            v = live[k]
+            same = seen is not None and same_value(seen[0], v)
+            count = seen[1] + 1 if same and seen is not None else 0
+            self.memo[key] = (v, count)
+            if count >= 2:
+                keep.append(k)
+        if len(keep) != len(added):
+            return False
+        for k in keep:
+            snap[k] = live[k]
+            self.memo_kept.append(f"{site}[{k!r}]")
+        return True
 
     def _absorb_submodules(self, kept: list[str]) -> None:
         """Submodules imported and kept stay bound on their (tracked) parent package."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -36,6 +37,19 @@ def sites_overlap(a: StateSite, b: StateSite) -> bool:
         return True
     sep = b[len(a)]
     return sep == "." or sep == "[" or (sep == ":" and ":" not in a)
+
+
+_SEP: Final = re.compile(r"[.\[]")
+
+
+def split_site_path(path: str) -> tuple[str, str]:
+    """Split ``NAME.rest`` or ``NAME[k]rest`` (a site after its ``module:``) into the
+    first component and the rest."""
+    m = _SEP.search(path)
+    if m is None:
+        return path, ""
+    i = m.start()
+    return path[:i], path[i:]
 
 
 class FrozenMap(Mapping[StateSite, int]):
@@ -73,6 +87,7 @@ class FrozenMap(Mapping[StateSite, int]):
 
 
 _EMPTY_WRITES: Final = FrozenMap()
+_EMPTY_READS: Final[frozenset[StateSite]] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -108,12 +123,31 @@ class CodeAccess:
             object.__setattr__(self, "writes", FrozenMap(self.writes))
 
     def to_json(self) -> list[Any]:
-        return [self.qualname, self.firstlineno, sorted(self.reads), dict(self.writes)]
+        """``[qualname, firstlineno, reads?, writes?]``: empty trailing sets are left out."""
+        out: list[Any] = [self.qualname, self.firstlineno]
+        if self.reads or self.writes:
+            out.append(sorted(self.reads))
+        if self.writes:
+            out.append(dict(self.writes))
+        return out
 
     @classmethod
     def from_json(cls, data: list[Any]) -> CodeAccess:
-        qualname, firstlineno, reads, writes = data
-        return cls(str(qualname), int(firstlineno), frozenset(reads), FrozenMap(writes))
+        n = len(data)
+        if n < 2 or n > 4:
+            raise ValueError(f"bad code entry {data!r}")
+        reads = frozenset(str(s) for s in data[2]) if n > 2 and data[2] else _EMPTY_READS
+        if n > 3 and data[3]:
+            writes = FrozenMap({str(k): int(v) for k, v in data[3].items()})
+        else:
+            writes = _EMPTY_WRITES
+        # Skips the dataclass __init__ (a frozen one pays for object.__setattr__ per field):
+        # warm cache loads build thousands of these.
+        obj = object.__new__(cls)
+        obj.__dict__.update(
+            qualname=str(data[0]), firstlineno=int(data[1]), reads=reads, writes=writes
+        )
+        return obj
 
 
 @dataclass(frozen=True)
