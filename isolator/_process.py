@@ -10,6 +10,7 @@ from __future__ import annotations
 import decimal
 import locale
 import logging
+import operator
 import os
 import random
 import signal
@@ -39,16 +40,11 @@ _SIGNALS = [
 _DECIMAL_FIELDS = ("prec", "rounding", "Emin", "Emax", "capitals", "clamp")
 
 
+_DECIMAL_SCALARS = operator.attrgetter(*_DECIMAL_FIELDS)
+
+
 def _decimal_state(ctx: decimal.Context) -> tuple[object, ...]:
-    return (
-        ctx.prec,
-        ctx.rounding,
-        ctx.Emin,
-        ctx.Emax,
-        ctx.capitals,
-        ctx.clamp,
-        tuple(sorted((k.__name__, v) for k, v in ctx.traps.items())),
-    )
+    return (_DECIMAL_SCALARS(ctx), tuple(ctx.traps.values()))
 
 
 def _logger_states() -> list[tuple[str, tuple[object, ...]]]:
@@ -168,15 +164,54 @@ def _list_probe(name: str, get: Callable[[], list[Any]]) -> Probe:
     return Probe(name, take, diff, put)
 
 
-def _logging_take() -> tuple[list[tuple[str, tuple[object, ...]]], int, int]:
-    return _logger_states(), logging.root.manager.disable, len(logging.Logger.manager.loggerDict)
+_LOGGER_ATTRS = operator.attrgetter("level", "disabled", "propagate")
+_HANDLERS = operator.attrgetter("handlers")
+_FILTERS = operator.attrgetter("filters")
+
+
+class _LoggingSnap:
+    """Logger states, plus the same data laid out flat for a C-level clean check."""
+
+    __slots__ = ("states", "disable", "n", "loggers", "attrs", "hl", "hc", "fl", "fc")
+
+    def __init__(self) -> None:
+        manager = logging.Logger.manager
+        self.states = _logger_states()
+        self.disable = manager.disable
+        self.n = len(manager.loggerDict)
+        self.loggers = [logging.root] + [
+            lg for lg in manager.loggerDict.values() if isinstance(lg, logging.Logger)
+        ]
+        self.attrs = list(map(_LOGGER_ATTRS, self.loggers))
+        self.hl = list(map(_HANDLERS, self.loggers))
+        self.hc = [list(h) for h in self.hl]
+        self.fl = list(map(_FILTERS, self.loggers))
+        self.fc = [list(f) for f in self.fl]
+
+    def clean(self) -> bool:
+        lgs = self.loggers
+        return (
+            len(logging.Logger.manager.loggerDict) == self.n
+            and logging.root.manager.disable == self.disable
+            and list(map(_LOGGER_ATTRS, lgs)) == self.attrs
+            and not any(map(operator.is_not, map(_HANDLERS, lgs), self.hl))
+            and not any(map(operator.ne, self.hl, self.hc))
+            and not any(map(operator.is_not, map(_FILTERS, lgs), self.fl))
+            and not any(map(operator.ne, self.fl, self.fc))
+        )
+
+
+def _logging_take() -> _LoggingSnap:
+    return _LoggingSnap()
 
 
 _FRESH_LOGGER = (logging.NOTSET, False, True, (), ())
 
 
-def _logging_diff(snap: tuple[list[tuple[str, tuple[object, ...]]], int, int]) -> list[str]:
-    states, disable, _ = snap
+def _logging_diff(snap: _LoggingSnap) -> list[str]:
+    if snap.clean():
+        return []
+    states, disable = snap.states, snap.disable
     now = _logger_states()
     out = []
     if logging.root.manager.disable != disable:
@@ -190,10 +225,8 @@ def _logging_diff(snap: tuple[list[tuple[str, tuple[object, ...]]], int, int]) -
     return out
 
 
-def _logging_put(
-    snap: tuple[list[tuple[str, tuple[object, ...]]], int, int], sites: list[str]
-) -> None:
-    states, disable, _ = snap
+def _logging_put(snap: _LoggingSnap, sites: list[str]) -> None:
+    states, disable = snap.states, snap.disable
     logging.disable(disable)
     old = dict(states)
     for site in sites:
@@ -289,30 +322,36 @@ def _set_locale(value: str) -> None:
         pass
 
 
-def _signals_take() -> dict[str, Any]:
-    out = {}
-    for s in _SIGNALS:
+def _signals_take() -> tuple[list[Any], list[Any]]:
+    sigs = []
+    for name in _SIGNALS:
+        sig = getattr(signal, name)
         try:
-            out[s] = signal.getsignal(getattr(signal, s))
+            signal.getsignal(sig)
         except (ValueError, OSError):
-            pass
-    return out
+            continue
+        sigs.append(sig)
+    return sigs, list(map(signal.getsignal, sigs))
 
 
-def _signals_diff(snap: dict[str, Any]) -> list[str]:
+def _signals_diff(snap: tuple[list[Any], list[Any]]) -> list[str]:
+    sigs, handlers = snap
     if threading.current_thread() is not threading.main_thread():
         return []
+    if not any(map(operator.is_not, map(signal.getsignal, sigs), handlers)):
+        return []
     return [
-        f"<signal>:{s}" for s, h in snap.items() if signal.getsignal(getattr(signal, s)) is not h
+        f"<signal>:{signal.Signals(s).name}"
+        for s, h in zip(sigs, handlers)
+        if signal.getsignal(s) is not h
     ]
 
 
-def _signals_put(snap: dict[str, Any], sites: list[str]) -> None:
-    for site in sites:
-        s = site.split(":", 1)[1]
-        h = snap[s]
-        if h is not None:
-            signal.signal(getattr(signal, s), h)
+def _signals_put(snap: tuple[list[Any], list[Any]], sites: list[str]) -> None:
+    sigs, handlers = snap
+    for s, h in zip(sigs, handlers):
+        if h is not None and signal.getsignal(s) is not h:
+            signal.signal(s, h)
 
 
 def _stdio_take() -> tuple[Any, Any, Any]:

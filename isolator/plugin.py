@@ -110,6 +110,7 @@ class IsolatorPlugin:
         self.overhead = 0.0
         self.unrestorable: dict[str, list[tuple[str, str]]] = {}
         self.forked: dict[str, str] = {}
+        self.fork_plan: dict[str, str] = {}
         self.fork_reasons: dict[str, str] = {}
         self.scoped: set[int] = set()
         self.recovered: list[str] = []
@@ -205,28 +206,31 @@ class IsolatorPlugin:
         ]
         self.active = True
         self.forked = self._load_forks()
+        self.fork_plan = self._fork_plan(session.items)
 
     # ----------------------------------------------------------------- per test
 
-    def _should_fork(self, item: pytest.Item) -> str:
-        if self.mode == "fork":
-            return "--reset=fork"
-        if item.get_closest_marker("isolator_fork") is not None:
-            return "marked isolator_fork"
-        if item.nodeid in self.config.getoption("isolator_fork"):
-            return "--isolator-fork"
-        if any(_match(item.nodeid, p) for p in self.settings.fork):
-            return "[tool.isolator] fork"
-        why = self.forked.get(item.nodeid)
-        if why:
-            return why
-        return ""
+    def _fork_plan(self, items: list[pytest.Item]) -> dict[str, str]:
+        """Node id -> why it runs in a forked child, decided once for the session."""
+        plan = dict(self.forked)
+        option = set(self.config.getoption("isolator_fork"))
+        for item in items:
+            nodeid = item.nodeid
+            if self.mode == "fork":
+                plan[nodeid] = "--reset=fork"
+            elif item.get_closest_marker("isolator_fork") is not None:
+                plan[nodeid] = "marked isolator_fork"
+            elif nodeid in option:
+                plan[nodeid] = "--isolator-fork"
+            elif any(_match(nodeid, p) for p in self.settings.fork):
+                plan[nodeid] = "[tool.isolator] fork"
+        return plan
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> object:
         if not self.active or not CAN_FORK:
             return None
-        why = self._should_fork(item)
+        why = self.fork_plan.get(item.nodeid)
         if not why:
             return None
         self.fork_reasons[item.nodeid] = why

@@ -23,7 +23,7 @@ from typing import Any
 from isolator import _modules
 from isolator._files import FileGuard
 from isolator._process import Probe, default_probes
-from isolator._reach import Reach
+from isolator._reach import Reach, Scope
 from isolator._state import DICT, StateTable, same_value
 
 _ISOLATOR_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -164,7 +164,7 @@ class Resetter:
         self.tables = tables
         self.reach = Reach(tables)
 
-    def scope_for(self, modname: str | None, also: list[str]) -> list[StateTable] | None:
+    def scope_for(self, modname: str | None, also: list[str]) -> Scope | None:
         """The tables a test in ``modname`` could have touched, or None for all."""
         if modname is None:
             return None
@@ -198,7 +198,7 @@ class Resetter:
     # ------------------------------------------------------------- check & reset
 
     def check_and_reset(
-        self, force: bool = False, scope: list[StateTable] | None = None
+        self, force: bool = False, scope: Scope | None = None
     ) -> Outcome:
         """Find what differs from the baseline and put it back (everything if ``force``).
 
@@ -235,9 +235,16 @@ class Resetter:
             log.undo(set(kept))
         if kept:
             self._absorb_submodules(kept)
-        for t in self.tables.values() if scope is None or force else scope:
-            self._reset_table(t, out, force)
-        if len(threading.enumerate()) != len(self.threads):
+        if force:
+            for t in self.tables.values():
+                self._reset_table(t, out, force)
+        else:
+            if scope is None:
+                scope = self.reach.all()
+            if not scope.clean():
+                for t in scope.tables:
+                    self._reset_table(t, out, force)
+        if threading.active_count() != len(self.threads):
             self._check_threads(out)
         for site in out.reset:
             self.reset_counts[site] += 1
