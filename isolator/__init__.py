@@ -1,4 +1,8 @@
-"""isolator: unit test virtualization for pytest."""
+"""isolator: unit test virtualization for pytest.
+
+PYTEST_DONT_REWRITE: `isolator run` imports this package before pytest starts in the same
+process; nothing here has assertions to rewrite.
+"""
 
 from __future__ import annotations
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from _pytest.runner import runtestprotocol
+
+from isolator._status import describe_status
 
 _dumps = json.dumps  # our own reference: a test may monkeypatch json.dumps
 
@@ -66,6 +67,9 @@ def run_forked(
         try:
             for d in json.loads(raw):
                 rep = config.hook.pytest_report_from_serializable(config=config, data=d)
+                if rep.skipped and isinstance(rep.longrepr, list):
+                    # JSON has no tuples; pytest expects (path, lineno, reason) for skips.
+                    rep.longrepr = tuple(rep.longrepr)
                 got.append(rep)
         except ValueError:
             got = []
@@ -77,17 +81,6 @@ def run_forked(
     except Exception:
         pass
     return got
-
-
-def describe_status(status: int) -> str:
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        try:
-            name = signal.Signals(sig).name
-        except ValueError:
-            name = str(sig)
-        return f"killed by signal {name}"
-    return f"exit code {os.WEXITSTATUS(status)}"
 
 
 def _crash_report(item: pytest.Item, status: int) -> pytest.TestReport:

@@ -18,7 +18,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from isolator._fork import describe_status
+from isolator._status import describe_status
 from isolator._store import StoreError, read_json, write_json_atomic
 
 _MAX_RESTARTS = 50
@@ -80,7 +80,7 @@ def _supervise(pytest_args: list[str], work: str) -> int:
             resume = os.path.join(work, f"resume{attempt}.json")
             write_json_atomic(resume, done)
             cmd.append(f"--isolator-resume={resume}")
-        proc = subprocess.Popen(cmd, env=env)
+        proc = _start(cmd, env)
         try:
             status = proc.wait()
         except KeyboardInterrupt:
@@ -126,6 +126,70 @@ def _supervise(pytest_args: list[str], work: str) -> int:
             + "\n"
         )
     return _combine(codes)
+
+
+class _Forked:
+    """A pytest run in a forked child of this (light) process: one interpreter start less
+    than a subprocess, with the same crash supervision."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is not None:
+            return self.returncode
+        if timeout is None:
+            _, status = os.waitpid(self.pid, 0)
+        else:
+            import time
+
+            deadline = time.monotonic() + timeout
+            while True:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+                if pid:
+                    break
+                if time.monotonic() > deadline:
+                    raise subprocess.TimeoutExpired(["pytest"], timeout)
+                time.sleep(0.05)
+        self.returncode = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        try:
+            os.kill(self.pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def _start(cmd: list[str], env: dict[str, str]) -> Any:
+    if not hasattr(os, "fork"):
+        return subprocess.Popen(cmd, env=env)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid:
+        return _Forked(pid)
+    code = 3
+    try:
+        os.environ.update(env)
+        # As `python -m pytest` does: the invocation directory is importable.
+        sys.path.insert(0, os.getcwd())
+        import pytest
+
+        code = int(pytest.main(cmd[3:]))
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
 
 
 def _as_wait_status(returncode: int) -> int:
