@@ -24,7 +24,20 @@ from isolator import _modules
 from isolator._files import FileGuard
 from isolator._process import Probe, default_probes
 from isolator._reach import Reach, Scope
-from isolator._state import DICT, StateTable, same_value
+from isolator._state import (
+    _EMPTY,
+    BYTEARRAY,
+    CLASS,
+    DEQUE,
+    DICT,
+    INSTANCE,
+    LIST,
+    MODULE,
+    SET,
+    StateTable,
+    _diff_keys,
+    same_value,
+)
 
 _ISOLATOR_DIR = os.path.dirname(os.path.abspath(__file__))
 _LIB_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
@@ -41,12 +54,23 @@ class Outcome:
 
 @dataclass
 class Frame:
+    """What one higher-scoped fixture changed in the baseline, as per-site deltas, so that
+    its teardown reverts exactly that and nothing a later (longer-lived) fixture set up.
+
+    ``tables``: (site, kind, {key: (old, new)} or old snapshot); ``extras``: (site, what,
+    old); ``probes``: (probe index, {site: (old, new)} or old snapshot).
+    """
+
     key: int
-    tables: dict[str, StateTable]
-    probe_snaps: list[Any]
-    modules_snap: dict[str, Any]
+    tables: list[tuple[str, int, Any]]
+    extras: list[tuple[str, str, Any]]
+    probes: list[tuple[int, Any]]
+    modules_added: list[str]
     undo: list[tuple[types.ModuleType, str, object]]
     files: list[tuple[str, str, str]]
+
+
+_MAPPING_KINDS = frozenset({MODULE, DICT, INSTANCE, CLASS})
 
 
 class Resetter:
@@ -197,9 +221,7 @@ class Resetter:
 
     # ------------------------------------------------------------- check & reset
 
-    def check_and_reset(
-        self, force: bool = False, scope: Scope | None = None
-    ) -> Outcome:
+    def check_and_reset(self, force: bool = False, scope: Scope | None = None) -> Outcome:
         """Find what differs from the baseline and put it back (everything if ``force``).
 
         ``scope`` limits the module state checked to the tables the test could reach.
@@ -382,12 +404,14 @@ class Resetter:
         log = _modules.LOG
         frame = Frame(
             key=key,
-            tables=self.tables,
-            probe_snaps=self.probe_snaps,
-            modules_snap=dict(self.modules.snap),
+            tables=[],
+            extras=[],
+            probes=[],
+            modules_added=[n for n in sys.modules if n not in self.modules.snap],
             undo=log.entries[undo_mark:],
             files=self.files.take_since(files_mark),
         )
+        self._record_deltas(frame)
         del log.entries[undo_mark:]
         log.seen = {(id(m), n) for m, n, _ in log.entries}
         for mod in list(sys.modules.values()):
@@ -399,26 +423,108 @@ class Resetter:
         for i in probes_changed:
             probe = self.probes[i]
             new_sites = set(post[i]) - set(pre[i])
-            snaps[i] = probe.absorb(snaps[i], sorted(new_sites)) if probe.absorb else probe.take()
+            if probe.absorb is not None:
+                # Keyed probes (the environment): remember (old, new) per key.
+                before = snaps[i]
+                snaps[i] = probe.absorb(before, sorted(new_sites))
+                keys = set(before) ^ set(snaps[i]) | {
+                    k for k in before if k in snaps[i] and before[k] != snaps[i][k]
+                }
+                delta = {k: (before.get(k, _EMPTY), snaps[i].get(k, _EMPTY)) for k in keys}
+                frame.probes.append((i, delta))
+            else:
+                frame.probes.append((i, snaps[i]))
+                snaps[i] = probe.take()
         self.probe_snaps = snaps
         self.modules.snap = dict(sys.modules)
         self.modules.n = len(sys.modules)
         self.frames.append(frame)
         return True
 
+    def _record_deltas(self, frame: Frame) -> None:
+        """Note, per site, what the fixture changed relative to the current baseline."""
+        for t in self.tables.values():
+            for i in t.dirty_indexes():
+                kind, live, snap = t.kinds[i], t.lives[i], t.snaps[i]
+                if kind in _MAPPING_KINDS:
+                    delta = {
+                        k: (snap.get(k, _EMPTY), live.get(k, _EMPTY))
+                        for k in _diff_keys(live, snap)
+                    }
+                    frame.tables.append((t.sites[i], kind, delta))
+                else:
+                    frame.tables.append((t.sites[i], kind, snap))
+            caches, cells, defaults, _ = t.dirty_extras()
+            frame.extras += [(t.caches[i][0], "cache", t.caches[i][2]) for i in caches]
+            frame.extras += [(t.cells[i][0], "cell", t.cells[i][2]) for i in cells]
+            frame.extras += [(t.defaults[i][0], "defaults", t.defaults[i][2:]) for i in defaults]
+
     def pop_scope(self, key: int) -> None:
-        """That fixture was torn down: its frame's baseline comes back."""
+        """That fixture was torn down: what it added to the baseline is taken out again.
+
+        Only this fixture's own deltas are reverted; fixtures set up after it (a session
+        fixture first used inside a module fixture's scope) keep theirs.
+        """
         for j in range(len(self.frames) - 1, -1, -1):
             if self.frames[j].key == key:
                 break
         else:
             return
-        frame = self.frames[j]
-        del self.frames[j:]
-        self._set_tables(frame.tables)
-        self.probe_snaps = frame.probe_snaps
-        self.modules.snap = frame.modules_snap
-        self.modules.n = len(frame.modules_snap)
+        frame = self.frames.pop(j)
+        index: dict[str, tuple[StateTable, int]] = {}
+        for t in self.tables.values():
+            for i, site in enumerate(t.sites):
+                index.setdefault(site, (t, i))
+        for site, kind, delta in frame.tables:
+            hit = index.get(site)
+            if hit is None:
+                continue
+            t, i = hit
+            snap = t.snaps[i]
+            if kind in _MAPPING_KINDS and isinstance(delta, dict):
+                for k, (old, new) in delta.items():
+                    if snap.get(k, _EMPTY) is not new:
+                        continue  # a later fixture changed it again: leave its value
+                    if old is _EMPTY:
+                        snap.pop(k, None)
+                    else:
+                        snap[k] = old
+            elif kind == LIST:
+                snap[:] = delta
+            elif kind == SET:
+                snap.clear()
+                snap.update(delta)
+            elif kind == DEQUE:
+                snap.clear()
+                snap.extend(delta)
+            elif kind in (BYTEARRAY,) or t.kinds[i] == kind:
+                t.snaps[i] = delta
+        for site, what, old in frame.extras:
+            for t in self.tables.values():
+                if what == "cache":
+                    t.caches = [(s, f, old if s == site else n) for s, f, n in t.caches]
+                elif what == "cell":
+                    t.cells = [(s, c, old if s == site else o) for s, c, o in t.cells]
+                else:
+                    t.defaults = [
+                        (s, f, *(old if s == site else (d, kw))) for s, f, d, kw in t.defaults
+                    ]
+        for i, old in frame.probes:
+            if self.probes[i].absorb is not None and isinstance(old, dict):
+                cur = self.probe_snaps[i]
+                for k, (was, now) in old.items():
+                    if cur.get(k, _EMPTY) != now:
+                        continue  # changed again by a later fixture
+                    if was is _EMPTY:
+                        cur.pop(k, None)
+                    else:
+                        cur[k] = was
+            else:
+                self.probe_snaps[i] = old
+        for name in frame.modules_added:
+            self.modules.snap.pop(name, None)
+        self.modules.n = len(self.modules.snap)
+        self._set_tables(self.tables)  # scopes hold flat copies of the snapshots
         log = _modules.LOG
         # Older originals first in the log, so that undoing in reverse ends on them.
         log.entries[:0] = frame.undo

@@ -333,3 +333,43 @@ def test_plugin_is_inert_unless_asked_for(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("-p", "no:randomly")
     result.assert_outcomes(passed=2)
     assert "isolator" not in result.stdout.str().split("plugins:")[-1].split("\n", 1)[-1]
+
+
+def test_session_fixture_first_used_inside_a_module_fixture_outlives_it(
+    pytester: pytest.Pytester,
+) -> None:
+    # Fixture lifetimes are not nested by setup order: a session fixture set up while a
+    # module fixture is active must keep its state when that module fixture is torn down.
+    pytester.makepyfile(
+        pkg="CONFIG = {}\nclass Reg:\n    session = None\nREGISTRY = Reg()\n",
+        conftest="""
+import os, pytest, pkg
+@pytest.fixture(scope="session")
+def sess():
+    os.environ["SK_TOKEN"] = "t"
+    pkg.REGISTRY.session = "s"
+    yield
+    del os.environ["SK_TOKEN"]
+@pytest.fixture(scope="module")
+def db():
+    pkg.CONFIG["db"] = "x"
+    os.environ["SK_DB"] = "1"
+    yield
+""",
+        test_a="""
+import os, pkg
+def test_uses_db(db):
+    assert pkg.CONFIG["db"] == "x"
+def test_session_inside(db, sess):
+    assert os.environ["SK_TOKEN"] == "t"
+""",
+        test_b="""
+import os, pkg
+def test_session_later(sess):
+    assert pkg.REGISTRY.session == "s"
+    assert os.environ["SK_TOKEN"] == "t"
+    assert "db" not in pkg.CONFIG and "SK_DB" not in os.environ
+""",
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=3)

@@ -1,0 +1,5 @@
+"""The storage backend module (tests replace it in sys.modules)."""
+
+from __future__ import annotations
+
+NAME = "sqlite"
