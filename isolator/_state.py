@@ -159,8 +159,17 @@ class StateTable:
 
     # ---------------------------------------------------------------- building
 
-    def add_module(self, module: types.ModuleType, project_prefixes: tuple[str, ...]) -> None:
-        """Watch a module's globals and everything mutable reachable from them."""
+    def add_module(
+        self,
+        module: types.ModuleType,
+        project_prefixes: tuple[str, ...],
+        imported: frozenset[str] = frozenset(),
+    ) -> None:
+        """Watch a module's globals and everything mutable reachable from them.
+
+        ``imported`` names are bound by ``from other import NAME``: their objects belong to
+        (and are named after) the module that defines them.
+        """
         name = module.__name__
         self.modname = name
         mdict = module.__dict__
@@ -180,7 +189,7 @@ class StateTable:
         self._watch(f"{name}:<globals>", mdict, dict(mdict), MODULE, None)
         budget = [_MAX_WATCHES_PER_MODULE]
         for key, value in list(mdict.items()):
-            if key in _SKIP_NAMES or isinstance(value, types.ModuleType):
+            if key in _SKIP_NAMES or key in imported or isinstance(value, types.ModuleType):
                 continue
             self._walk(f"{name}:{key}", value, name, project_prefixes, 0, budget)
 

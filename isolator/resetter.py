@@ -23,7 +23,7 @@ from typing import Any
 from isolator import _modules
 from isolator._files import FileGuard
 from isolator._process import Probe, default_probes
-from isolator._reach import Reach, Scope
+from isolator._reach import Reach, Scope, imports_of
 from isolator._state import (
     _EMPTY,
     BYTEARRAY,
@@ -160,10 +160,24 @@ class Resetter:
         todo += [m for m in self._extra if mods.get(m.__name__) is not m]
         for mod in todo:
             t = StateTable(seen)
-            t.add_module(mod, prefixes)
+            t.add_module(mod, prefixes, self._imported_names(mod))
             key = mod.__name__ if mod.__name__ not in tables else f"{mod.__name__}@{id(mod)}"
             tables[key] = t
         return tables
+
+    def _imported_names(self, mod: types.ModuleType) -> frozenset[str]:
+        """Globals of ``mod`` that are the very objects of another tracked module's globals,
+        bound by ``from that import NAME``."""
+        out = set()
+        d = mod.__dict__
+        for entry in imports_of(mod.__name__, getattr(mod, "__file__", None), mod.__package__):
+            owner, _, name = entry.rpartition(".")
+            if not owner or owner == mod.__name__ or owner not in self.project:
+                continue
+            src = sys.modules.get(owner)
+            if src is not None and name in d and src.__dict__.get(name, _EMPTY) is d[name]:
+                out.add(name)
+        return frozenset(out)
 
     def _rebuild_dirty_tables(self) -> dict[str, StateTable]:
         """New tables for the modules whose state differs from the baseline; others shared."""
@@ -175,12 +189,12 @@ class Resetter:
                 if mod is None:
                     continue
                 nt = StateTable()
-                nt.add_module(mod, prefixes)
+                nt.add_module(mod, prefixes, self._imported_names(mod))
                 tables[key] = nt
         for name in self.project:
             if name not in tables and name in sys.modules:
                 nt = StateTable()
-                nt.add_module(sys.modules[name], prefixes)
+                nt.add_module(sys.modules[name], prefixes, self._imported_names(sys.modules[name]))
                 tables[name] = nt
         return tables
 
