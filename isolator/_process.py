@@ -7,6 +7,7 @@ it, and put it back.  Probes are ordered so that restoring one never disturbs an
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # C-level getsignal: no enum conversion
 import decimal
 import locale
 import logging
@@ -30,6 +31,11 @@ _setstate = random.setstate
 _environ_data: dict[Any, Any] = os.environ._data  # type: ignore[attr-defined]
 _decode = os.environ.decodevalue
 _decodekey = os.environ.decodekey
+
+# The C function: locale.setlocale() is a Python wrapper that normalizes its arguments.
+_query_locale: Callable[[int, str | None], str] = getattr(
+    __import__("_locale"), "setlocale", locale.setlocale
+)
 
 _SIGNALS = [
     s
@@ -265,12 +271,51 @@ def _warnings_put(snap: tuple[list[Any], list[Any], dict[Any, Any]], sites: list
     _warnings._filters_mutated()
 
 
-def _random_diff(snap: Any) -> list[str]:
-    return [] if _getstate() == snap else ["<random>"]
+def _mt_fingerprint_reader() -> Callable[[], object] | None:
+    """A cheap fingerprint of the global Mersenne Twister: its position and first words.
+
+    ``random.getstate()`` builds a 625-int tuple (tens of microseconds); the C struct of
+    CPython's ``_random.Random`` is ``{PyObject_HEAD; int index; uint32_t state[624];}``.
+    The layout is checked against getstate() before it is trusted; else None.
+    """
+    try:
+        import ctypes
+
+        inst = random._inst
+        if type(inst).__mro__[-2].__name__ != "Random" or sys.implementation.name != "cpython":
+            return None
+        base = id(inst) + object.__basicsize__
+        index = ctypes.c_int.from_address(base)
+        words = (ctypes.c_uint32 * 4).from_address(base + ctypes.sizeof(ctypes.c_int))
+        state = inst.getstate()[1]
+        if index.value != state[624] or list(words) != list(state[:4]):
+            return None
+        gauss = operator.attrgetter("gauss_next")
+
+        def read() -> object:
+            return (index.value, words[0], words[1], words[2], words[3], gauss(inst))
+
+        return read
+    except Exception:
+        return None
 
 
-def _random_put(snap: Any, sites: list[str]) -> None:
-    _setstate(snap)
+_mt_read = _mt_fingerprint_reader()
+
+
+def _random_take() -> tuple[object, Any]:
+    return (_mt_read() if _mt_read is not None else None), _getstate()
+
+
+def _random_diff(snap: tuple[object, Any]) -> list[str]:
+    fp, state = snap
+    if _mt_read is not None:
+        return [] if _mt_read() == fp else ["<random>"]
+    return [] if _getstate() == state else ["<random>"]
+
+
+def _random_put(snap: tuple[object, Any], sites: list[str]) -> None:
+    _setstate(snap[1])
 
 
 def _decimal_take() -> tuple[decimal.Context, tuple[object, ...], decimal.Context]:
@@ -312,7 +357,7 @@ def _get_umask() -> int:
 
 
 def _get_locale() -> str:
-    return locale.setlocale(locale.LC_ALL)
+    return _query_locale(locale.LC_ALL, None)
 
 
 def _set_locale(value: str) -> None:
@@ -331,26 +376,26 @@ def _signals_take() -> tuple[list[Any], list[Any]]:
         except (ValueError, OSError):
             continue
         sigs.append(sig)
-    return sigs, list(map(signal.getsignal, sigs))
+    return sigs, list(map(_signal.getsignal, sigs))
 
 
 def _signals_diff(snap: tuple[list[Any], list[Any]]) -> list[str]:
     sigs, handlers = snap
     if threading.current_thread() is not threading.main_thread():
         return []
-    if not any(map(operator.is_not, map(signal.getsignal, sigs), handlers)):
+    if not any(map(operator.is_not, map(_signal.getsignal, sigs), handlers)):
         return []
     return [
         f"<signal>:{signal.Signals(s).name}"
         for s, h in zip(sigs, handlers)
-        if signal.getsignal(s) is not h
+        if _signal.getsignal(s) is not h
     ]
 
 
 def _signals_put(snap: tuple[list[Any], list[Any]], sites: list[str]) -> None:
     sigs, handlers = snap
     for s, h in zip(sigs, handlers):
-        if h is not None and signal.getsignal(s) is not h:
+        if h is not None and _signal.getsignal(s) is not h:
             signal.signal(s, h)
 
 
@@ -394,7 +439,7 @@ def default_probes() -> list[Probe]:
         _list_probe("<sys.argv>", lambda: sys.argv),
         Probe("<logging>", _logging_take, _logging_diff, _logging_put),
         Probe("<warnings>", _warnings_take, _warnings_diff, _warnings_put),
-        Probe("<random>", _getstate, _random_diff, _random_put),
+        Probe("<random>", _random_take, _random_diff, _random_put),
         Probe("<decimal>", _decimal_take, _decimal_diff, _decimal_put),
         _scalar_probe("<umask>", _get_umask, _umask),
         _scalar_probe("<recursionlimit>", sys.getrecursionlimit, sys.setrecursionlimit),

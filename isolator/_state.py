@@ -155,7 +155,8 @@ class StateTable:
         self._seen: set[int] = set() if seen is None else seen
         self._keepalive: list[object] = []
         self.modname = ""
-        self.refs: set[str] = set()  # modules this module's globals refer to
+        self.refs: set[str] = set()
+        self._flat: tuple[Any, ...] | None = None  # modules this module's globals refer to
 
     # ---------------------------------------------------------------- building
 
@@ -383,6 +384,34 @@ class StateTable:
                 out.append(i)  # an element whose __eq__ raises was put there: dirty
         return out
 
+    def quick_clean(self) -> bool:
+        """True when nothing in this table changed, by C-level passes only."""
+        key = (id(self.caches), id(self.cells), id(self.defaults))
+        flat = self._flat
+        if flat is None or flat[0] != key:
+            flat = self._flat = (
+                key,
+                [c for _, c, _ in self.cells],
+                [o for _, _, o in self.cells],
+                [f for _, f, _, _ in self.defaults],
+                [d for _, _, d, _ in self.defaults],
+                [kw for _, _, _, kw in self.defaults],
+                [f for _, f, _ in self.caches],
+                [n for _, _, n in self.caches],
+            )
+        _, cells, old, fns, defs, kws, caches, sizes = flat
+        try:
+            return not (
+                any(map(operator.ne, self.lives, self.snaps))
+                or (cells and any(map(operator.is_not, map(_CELL, cells), old)))
+                or (fns and any(map(operator.is_not, map(_DEFAULTS, fns), defs)))
+                or (fns and any(map(operator.is_not, map(_KWDEFAULTS, fns), kws)))
+                or (caches and any(map(operator.ne, map(_CURRSIZE, map(_INFO, caches)), sizes)))
+                or self.opaque
+            )
+        except Exception:
+            return False
+
     def dirty_extras(self) -> tuple[list[int], list[int], list[int], list[int]]:
         """Dirty caches, cells, defaults and opaque objects (by index)."""
         caches = (
@@ -499,6 +528,11 @@ class StateTable:
 
 
 _SLOTS: Final = 9
+_CELL = operator.attrgetter("cell_contents")
+_DEFAULTS = operator.attrgetter("__defaults__")
+_KWDEFAULTS = operator.attrgetter("__kwdefaults__")
+_INFO = operator.methodcaller("cache_info")
+_CURRSIZE = operator.attrgetter("currsize")
 _EMPTY: Final = object()
 
 

@@ -287,6 +287,8 @@ class Resetter:
         return out
 
     def _reset_table(self, t: StateTable, out: Outcome, force: bool) -> None:
+        if not force and t.quick_clean():
+            return
         idx = t.dirty_indexes()
         caches, cells, defaults, opaque = t.dirty_extras()
         for i in idx:
