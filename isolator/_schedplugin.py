@@ -28,7 +28,8 @@ CORE_NAME: Final = "isolator-core"
 WORKERINPUT_KEY: Final = "isolator_sched"
 WORKEROUTPUT_KEY: Final = "isolator_order"
 FILES_CACHE_KEY: Final = "isolator/files"
-_PRIORITY_MODES: Final = frozenset({"failed-first", "changed-first"})
+# Orders that express priorities; xdist keeps their unit order instead of longest-first.
+PRIORITY_MODES: Final = frozenset({"failed-first", "changed-first"})
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -65,7 +66,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     plugin = SchedPlugin(config)
     config.pluginmanager.register(plugin, PLUGIN_NAME)
-    if config.pluginmanager.hasplugin("xdist"):
+    # Only a distributing controller needs the xdist scheduler (and to import xdist's
+    # internals); workers and plain runs skip it.
+    distributing = config.getoption("dist", "no") != "no"
+    if distributing and not hasattr(config, "workerinput"):
         from isolator._xdist import XdistHooks
 
         config.pluginmanager.register(XdistHooks(plugin), PLUGIN_NAME + "-xdist")
@@ -100,6 +104,7 @@ class SchedPlugin:
         self.expanded: set[NodeId] = set()
         self.extra_args: set[NodeId] = set()
         self.lines: list[str] = []
+        self.notes: list[str] = []
         self.warnings: list[str] = []
         self.decisions: list[str] = []
         self.pulled: dict[NodeId, NodeId] = {}
@@ -107,9 +112,9 @@ class SchedPlugin:
         self.collected_ids: list[NodeId] = []
         self.graph: DependencyGraph | None = None
         self.graph_json: dict[str, Any] | None = None
+        self.changed_files: set[Path] | None = None
         self._load_graph()
         self.seed = self._pick_seed()
-        self.changed_files: set[Path] | None = None
         if self.changed_since and self.workerinput is None:
             self.changed_files = _git_changed_files(config.rootpath, self.changed_since)
         self._maybe_unblock_lf()
@@ -157,7 +162,7 @@ class SchedPlugin:
         """
         if self.graph is None or not self.config.getoption("lf", False):
             return
-        cache = self.config.cache
+        cache = getattr(self.config, "cache", None)
         lastfailed = cache.get("cache/lastfailed", {}) if cache is not None else {}
         if scheduler.needed_setters(self.graph, [t for t in lastfailed if isinstance(t, str)]):
             self.config.pluginmanager.set_blocked("lfplugin-collskip")
@@ -220,6 +225,8 @@ class SchedPlugin:
             for setter, target in needed.items():
                 item = by_id.get(setter) or self.pool.get(setter)
                 if item is None:
+                    if not self._exists(setter):
+                        continue  # renamed or deleted: the stale-graph warning covers it
                     self.warnings.append(
                         f"cannot pull in {setter} (state-setter of {target}): not collected"
                     )
@@ -275,13 +282,15 @@ class SchedPlugin:
         ctext = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "none"
         graph_note = "" if self.graph is not None else "; no dependency graph"
         self.lines = [f"order: {mode}{seed}; constraints: {ctext}; reset={reset}{graph_note}"]
+        self.lines.extend(self.notes)
         self.warnings.extend(constraints.warnings)
         for setter, target in self.pulled.items():
             self.lines.append(f"pulled in {setter} (state-setter of {target})")
         if rep.blocks:
             self.lines.append(f"{len(rep.blocks)} state-setter chain(s) kept together")
-        if rep.moved:
-            self.lines.append(f"moved {len(rep.moved)} test(s) to satisfy the constraints")
+        moved = [t for t in rep.moved if t not in self.pulled]
+        if moved:
+            self.lines.append(f"moved {len(moved)} test(s) to satisfy the constraints")
         for e in rep.broken:
             self.warnings.append(
                 f"cannot satisfy {e.kind} {e.before} -> {e.after}: dependency cycle"
@@ -294,16 +303,13 @@ class SchedPlugin:
     ) -> list[list[NodeId]]:
         """xdist work units for ``collection`` (already in the workers' repaired order).
 
-        The controller does not collect, so a renamed test only counts as gone here when
-        its file is gone; the workers' finer staleness check still orders them.
+        The controller does not collect, so it cannot tell a deselected test from a
+        renamed one: the partners of every dependency end not in the collection join the
+        stale unit (declared order, one worker), which is safe and at worst less parallel.
         """
         assert self.graph is not None
-        root = self.config.rootpath
         constraints = scheduler.build_constraints(
-            self.graph,
-            collection,
-            reset_mode(self.config),
-            exists=lambda t: (root / t.split("::")[0]).exists(),
+            self.graph, collection, reset_mode(self.config), exists=lambda t: False
         )
         return scheduler.work_units(collection, constraints, scope)
 
@@ -339,9 +345,11 @@ class SchedPlugin:
 
     def _first_tests(self, tests: Sequence[NodeId]) -> set[NodeId]:
         if self.order == "failed-first":
-            cache = self.config.cache
+            cache = getattr(self.config, "cache", None)
             lastfailed = cache.get("cache/lastfailed", {}) if cache is not None else {}
-            return {t for t in tests if t in lastfailed}
+            failed = {t for t in tests if t in lastfailed}
+            self.notes.append(f"failed-first: {len(failed)} test(s) failed last time")
+            return failed
         if self.order == "changed-first":
             return self._changed_tests(tests)
         return set()
@@ -353,7 +361,7 @@ class SchedPlugin:
         if changed is None:
             recorded = self._recorded_files()
             if recorded is None:
-                self.lines.append(
+                self.notes.append(
                     "changed-first: no previous run recorded; nothing counts as changed"
                 )
                 return set()
@@ -367,13 +375,13 @@ class SchedPlugin:
         for t in tests:
             if any(p in changed for p in graph.closure(root / t.split("::")[0])):
                 result.add(t)
-        self.lines.append(f"changed-first: {len(result)} test(s) cover changed files")
+        self.notes.append(f"changed-first: {len(result)} test(s) cover changed files")
         return result
 
     # -- changed-first bookkeeping ----------------------------------------------------------
 
     def _recorded_files(self) -> dict[str, list[int]] | None:
-        cache = self.config.cache
+        cache = getattr(self.config, "cache", None)
         if cache is None:
             return None
         data = cache.get(FILES_CACHE_KEY, None)
@@ -382,14 +390,14 @@ class SchedPlugin:
         return {str(k): v for k, v in data["files"].items()}
 
     def _import_cache(self) -> dict[str, Any]:
-        cache = self.config.cache
+        cache = getattr(self.config, "cache", None)
         data = cache.get(FILES_CACHE_KEY, None) if cache is not None else None
         imports = data.get("imports") if isinstance(data, dict) else None
         return imports if isinstance(imports, dict) else {}
 
     def record_files(self, nodeids: Iterable[NodeId]) -> None:
         """Remember the state of the files the collected tests cover, for changed-first."""
-        cache = self.config.cache
+        cache = getattr(self.config, "cache", None)
         if cache is None:
             return
         root = self.config.rootpath
@@ -423,8 +431,10 @@ class SchedPlugin:
         return lines
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not self.active and not self.warnings:
-            return
+        # Quiet when there is nothing to report beyond "no constraints, nothing moved".
+        if not (self.order or self.explain or self.warnings or self.worker_chains):
+            if len(self.lines) <= 1:
+                return
         tr = terminalreporter
         tr.write_sep("=", "isolator order")
         for w in dict.fromkeys(self.warnings):

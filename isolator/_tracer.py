@@ -2,41 +2,46 @@
 
 Three sources, merged per test by :class:`ReadTracer`:
 
-* **Executed project code** (files under the rootdir, not site-packages, not isolator):
+* **Executed project code** (files under the rootdir, not virtualenvs, not isolator):
   each code object that runs maps to the static read set of the static pass
-  (``ModuleState.access_for``) plus the process-wide state its names refer to (the
-  ``random``/``decimal``/``warnings`` modules, ``sys.modules``, the cwd, library module
-  attributes such as ``json:dumps``).  A *backend* reports the code objects that start:
-  ``sys.monitoring`` PY_START events on Python >= 3.12 (disabled per code after its first
-  hit, re-armed between tests), a call-only ``sys.settrace`` function below.  Tracing is on
-  only while a test's setup, call and teardown run, so pytest's own reporting and
-  collection run at full speed.
+  (``ModuleState.access_for``; without one, the project globals its names refer to) plus
+  the process-wide state its names refer to (the ``random``/``decimal``/``warnings``
+  modules, ``sys.modules`` entries, the cwd, library module attributes such as
+  ``json:dumps``, loggers, memoized functions and closures).  A *backend* reports the code
+  objects that ran, picked in one place (:func:`make_backend`): ``sys.monitoring``
+  PY_START events on Python >= 3.12 (disabled per code after its first hit, re-armed
+  between tests), the C profiler behind cProfile (``_lsprof``) below -- a Python
+  ``sys.settrace`` function costs a Python call per function call, the profiler's C
+  callback a fraction of that, and neither needs line events.  Tracing is on only while a
+  test's setup, call and teardown run, so collection and reporting run at full speed.
 * **A few stdlib functions** whose arguments name the state (``Logger.isEnabledFor`` ->
   ``<logging>:name`` and its ancestors, ``os.path.exists(p)`` -> ``<file>:p``,
-  ``importlib.import_module(n)`` -> ``<sys.modules>:n``): the backend calls a hook with
-  their frame.
+  ``importlib.import_module(n)`` -> ``<sys.modules>:n``): wrapped for the recording run.
 * **Process-wide reads** that no code object shows: ``os.environ`` keys (the class of the
   ``os.environ`` object is swapped for a subclass that notes the keys looked up, so its
-  identity stays the same), and an audit hook for files, directories, the cwd and imports.
+  identity stays the same), and an audit hook for files, directories, the cwd and imports
+  (installed once, a no-op outside a recorded test).
 
-Approximations (documented in the README): a code object that *could* touch a site counts
-as reading it (branches not taken still count); library code is not traced, so state read
-only inside a third-party library is seen only through the hooks above; C extensions'
-reads are invisible; ``sys.modules`` reads are narrowed to the module names among the
-code's string constants when there are any.
+Approximations: a code object that *could* touch a site counts as reading it (branches not
+taken count too); library code is not traced, so state read only inside a third-party
+library is seen only through the sources above; C extensions' reads are invisible;
+``sys.modules`` reads are narrowed to the module names among the code's string constants
+when there are any; a method name such as ``resolve`` or ``getcwd`` counts as a cwd read.
+Over-approximation costs confirmation runs, never a wrong verdict.
 """
 
 from __future__ import annotations
 
 import builtins
 import dis
+import functools
 import importlib
 import logging
 import os
 import sys
 import threading
 import types
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from typing import Any, Final, NamedTuple, Protocol
 
 _ISOLATOR_DIR: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)), "")
@@ -63,12 +68,31 @@ _WARNINGS_MODULES: Final = frozenset({"warnings", "_warnings"})
 # Library modules whose attributes are not "monkeypatchable library functions" worth a
 # site: process-wide ones get their own site kinds, typing helpers are never patched.
 _NO_ATTR_MODULES: Final = frozenset(
-    {"sys", "os", "builtins", "typing", "random", "decimal", "warnings", "logging", "pytest",
-     "_pytest", "collections", "abc", "types", "functools", "itertools", "dataclasses",
-     "enum", "re", "math", "operator", "__future__", "isolator"}
+    {
+        "sys",
+        "os",
+        "builtins",
+        "typing",
+        "random",
+        "decimal",
+        "warnings",
+        "logging",
+        "pytest",
+        "_pytest",
+        "collections",
+        "abc",
+        "types",
+        "functools",
+        "itertools",
+        "dataclasses",
+        "enum",
+        "re",
+        "math",
+        "operator",
+        "__future__",
+        "isolator",
+    }
 )
-
-TraceHook = Callable[[types.FrameType], None]
 
 
 class CodeInfo(NamedTuple):
@@ -76,6 +100,11 @@ class CodeInfo(NamedTuple):
 
     reads: frozenset[str]
     touched: frozenset[str]  # sites it may write (gross, for cleaner candidates)
+    where: tuple[tuple[str, str], ...] = ()  # (touched site, "file:line")
+    # (touched site, global name) located lazily: disassembling every code is too slow
+    lazy: tuple[tuple[str, str], ...] = ()
+    code: types.CodeType | None = None
+    rel: str = ""
 
 
 class StaticAccess(Protocol):
@@ -128,13 +157,18 @@ class Recorder:
     noted directly (environment keys, files, loggers).
     """
 
-    __slots__ = ("active", "infos", "reads", "touched")
+    __slots__ = ("active", "infos", "reads", "touched", "locate")
 
     def __init__(self) -> None:
         self.active = False
         self.infos: set[CodeInfo] = set()
         self.reads: set[str] = set()
-        self.touched: set[str] = set()
+        self.touched: dict[str, str] = {}  # site -> "file:line" of the project code
+        self.locate: Callable[[], str] = lambda: ""
+
+    def wrote(self, site: str) -> None:
+        if site not in self.touched:
+            self.touched[site] = self.locate()
 
     def clear(self) -> None:
         # In place: the backends hold the bound ``infos.add`` for speed.
@@ -182,6 +216,15 @@ class _QualnameIndex:
         return out
 
 
+def is_project_path(filename: str, rootdir: str) -> bool:
+    """Under the rootdir (given with a trailing separator), not a virtualenv, not isolator."""
+    return (
+        filename.startswith(rootdir)
+        and not filename.startswith(_ISOLATOR_DIR)
+        and not any(m in filename for m in _LIB_MARKERS)
+    )
+
+
 class CodeClassifier:
     """Maps executed code objects to ``CodeInfo`` (cached per code object)."""
 
@@ -194,7 +237,11 @@ class CodeClassifier:
         self.static: dict[str, StaticAccess] = dict(static or {})
         self._project_files: dict[str, bool] = {}
         self._qualnames = _QualnameIndex()
-        self._lib_module_cache: dict[int, bool] = {}
+        self._lib_module_cache: dict[types.ModuleType, bool] = {}
+        self._canon: dict[int, str] = {}
+        self._globals: dict[str, dict[str, Any]] = {}
+        self._globals_len = -1
+        self._canon_len = -1
         self.empty = CodeInfo(frozenset(), frozenset())
 
     def set_static(self, static: Mapping[str, StaticAccess]) -> None:
@@ -203,37 +250,75 @@ class CodeClassifier:
     def is_project_file(self, filename: str) -> bool:
         known = self._project_files.get(filename)
         if known is None:
-            known = (
-                filename.startswith(self.rootdir)
-                and not filename.startswith(_ISOLATOR_DIR)
-                and not any(m in filename for m in _LIB_MARKERS)
-            )
-            self._project_files[filename] = known
+            known = self._project_files[filename] = is_project_path(filename, self.rootdir)
         return known
 
     def is_project_module(self, mod: types.ModuleType) -> bool:
-        key = id(mod)
-        known = self._lib_module_cache.get(key)
+        # Keyed by the module itself: id() raises an audit event on every call.
+        known = self._lib_module_cache.get(mod)
         if known is None:
             f = getattr(mod, "__file__", None)
             known = isinstance(f, str) and self.is_project_file(_abspath(f))
-            self._lib_module_cache[key] = known
+            self._lib_module_cache[mod] = known
         return known
+
+    def classify_code(self, code: types.CodeType) -> CodeInfo | None:
+        """``classify`` with the globals of the module the code comes from."""
+        if not self.is_project_file(code.co_filename):
+            return None
+        return self.classify(code, self.globals_for(code.co_filename))
+
+    def globals_for(self, filename: str) -> dict[str, Any]:
+        g = self._globals.get(filename)
+        if g is None and len(sys.modules) != self._globals_len:
+            self._globals_len = len(sys.modules)
+            for mod in list(sys.modules.values()):
+                f = getattr(mod, "__file__", None)
+                if isinstance(f, str) and isinstance(mod, types.ModuleType):
+                    self._globals.setdefault(_abspath(f), mod.__dict__)
+            g = self._globals.get(filename)
+        return g if g is not None else {}
 
     def classify(self, code: types.CodeType, f_globals: dict[str, Any]) -> CodeInfo | None:
         """The sites a project code object may read/write, or None for other code."""
         if not self.is_project_file(code.co_filename):
             return None
         reads: set[str] = set()
-        touched: set[str] = set()
+        touched: dict[str, str] = {}
+        rel = self.relpath(code.co_filename)
         access = self._static_access(code)
+        where = _Touched(touched, code, rel)
         if access is not None:
             reads.update(access.reads)
-            touched.update(access.writes)
-        self._dynamic(code, f_globals, reads, touched)
+            for site, line in access.writes.items():
+                touched[site] = f"{rel}:{line}"
+        else:
+            self._by_name(code, f_globals, reads, where)
+        self._dynamic(code, f_globals, reads, where)
         if not reads and not touched:
             return self.empty
-        return CodeInfo(frozenset(reads), frozenset(touched))
+        return CodeInfo(
+            frozenset(reads),
+            frozenset(touched) | frozenset(where.lazy),
+            tuple(touched.items()),
+            tuple(where.lazy.items()),
+            code,
+            rel,
+        )
+
+    def relpath(self, filename: str) -> str:
+        if filename.startswith(self.rootdir):
+            return filename[len(self.rootdir) :]
+        return filename
+
+    def caller_location(self) -> str:
+        """``file:line`` of the innermost project frame on the stack, or ""."""
+        f: types.FrameType | None = sys._getframe(1)
+        while f is not None:
+            if self.is_project_file(f.f_code.co_filename):
+                return f"{self.relpath(f.f_code.co_filename)}:{f.f_lineno}"
+            f = f.f_back
+        return ""
 
     def _static_access(self, code: types.CodeType) -> Any:
         state = self.static.get(code.co_filename)
@@ -245,14 +330,116 @@ class CodeClassifier:
         except Exception:  # a static pass bug must not break the user's run
             return None
 
+    def _by_name(
+        self, code: types.CodeType, g: dict[str, Any], reads: set[str], touched: _Touched
+    ) -> None:
+        """Without a static access set: the project globals the code's names refer to, at
+        the granularity of a name (coarse, and counted as possible writes too)."""
+        modname = g.get("__name__")
+        if not isinstance(modname, str):
+            return
+        names = code.co_names
+        for name in names:
+            obj = g.get(name, _MISSING)
+            if obj is _MISSING:
+                continue
+            if isinstance(obj, types.ModuleType):
+                if not self.is_project_module(obj):
+                    continue
+                d = obj.__dict__
+                for attr in names:
+                    if attr == name or attr.startswith("__") or attr not in d:
+                        continue
+                    val = d[attr]
+                    if isinstance(val, types.ModuleType):
+                        continue
+                    if isinstance(val, logging.Logger):
+                        _logger_use(val, names, attr, reads, touched)
+                    for site in (f"{obj.__name__}:{attr}", self._canonical(val)):
+                        if site:
+                            reads.add(site)
+                            touched.add(site, attr)
+                continue
+            for site in (f"{modname}:{name}", self._canonical(obj)):
+                if site:
+                    reads.add(site)
+                    touched.add(site, name)
+
+    def _defining_module(self, obj: object) -> str:
+        mod = getattr(obj, "__module__", None)
+        return mod if isinstance(mod, str) else ""
+
+    def _canonical(self, obj: object) -> str:
+        """The site of an object where it is defined (``from m import X`` copies), or ""."""
+        if isinstance(obj, _IMMUTABLE):
+            return ""
+        key = id(obj)
+        found = self._canon.get(key)
+        if found is None and self._canon_len < 0:
+            # Built once, after collection imported the project; modules imported later
+            # name their own objects through their globals.
+            self._rebuild_canon()
+            found = self._canon.get(key)
+        if found:
+            return found
+        mod = getattr(obj, "__module__", None)
+        qual = getattr(obj, "__qualname__", None)
+        if isinstance(obj, (type, types.FunctionType)) and isinstance(mod, str) and qual:
+            m = sys.modules.get(mod)
+            if m is not None and self.is_project_module(m) and "<locals>" not in qual:
+                return f"{mod}:{qual}"
+        return ""
+
+    def _project_modules(self) -> Iterator[types.ModuleType]:
+        for m in list(sys.modules.values()):
+            if isinstance(m, types.ModuleType) and self.is_project_module(m):
+                yield m
+
+    def _rebuild_canon(self) -> None:
+        """id -> site of every object bound in a project module, named after the module
+        that defines it (as the resetter names it), not one that imports it."""
+        best: dict[int, tuple[int, str, str]] = {}
+        for m in self._project_modules():
+            name = m.__name__
+            f = getattr(m, "__file__", None)
+            st = self.static.get(_abspath(f)) if isinstance(f, str) else None
+            imported = {n for n, _ in getattr(st, "exports", ())}
+            tests = _is_test_module(name)
+            for k, v in list(m.__dict__.items()):
+                if k.startswith("__") or k in imported:
+                    continue
+                if isinstance(v, (_IMMUTABLE, types.ModuleType)):
+                    continue
+                owner = getattr(v, "__module__", None)
+                if isinstance(v, (type, types.FunctionType)):
+                    home = sys.modules.get(owner) if isinstance(owner, str) else None
+                    if home is None or not self.is_project_module(home):
+                        continue  # a library's class or function: not project state
+                else:
+                    owner = type(v).__module__
+                rank = 0 if owner == name else (2 if tests else 1)
+                key = (rank, name, f"{name}:{k}")
+                old = best.get(id(v))
+                if old is None or key < old:
+                    best[id(v)] = key
+        self._canon = {i: site for i, (_r, _n, site) in best.items()}
+        self._canon_len = len(sys.modules)
+
     def _dynamic(
-        self, code: types.CodeType, g: dict[str, Any], reads: set[str], touched: set[str]
+        self, code: types.CodeType, g: dict[str, Any], reads: set[str], touched: _Touched
     ) -> None:
         """Process-wide state named by the code's global names (see the module docstring)."""
         names = code.co_names
         if not names:
             return
         nameset = frozenset(names)
+        cwd = nameset & _CWD_NAMES
+        if cwd:
+            # ``p.resolve()``, ``os.getcwd()``, ``Path.cwd()``: the receiver is often a
+            # local, so the method name alone counts.
+            reads.add("<cwd>")
+            if "chdir" in cwd:
+                touched.add("<cwd>", "chdir")
         for name in names:
             obj = g.get(name, _MISSING)
             if obj is _MISSING:
@@ -272,16 +459,20 @@ class CodeClassifier:
         names: frozenset[str],
         code: types.CodeType,
         reads: set[str],
-        touched: set[str],
+        touched: _Touched,
     ) -> None:
+        def both(site: str) -> None:
+            reads.add(site)
+            touched.add(site, name)
+
         if isinstance(obj, types.ModuleType):
             mod = obj.__name__
             if mod == "random":
-                _both("<random>", reads, touched)
+                both("<random>")
             elif mod in _DECIMAL_MODULES:
-                _both("<decimal>", reads, touched)
+                both("<decimal>")
             elif mod in _WARNINGS_MODULES:
-                _both("<warnings>", reads, touched)
+                both("<warnings>")
             elif mod == "pytest":
                 if names & {"warns", "deprecated_call"}:
                     reads.add("<warnings>")
@@ -290,33 +481,49 @@ class CodeClassifier:
                     mods = [c for c in code.co_consts if isinstance(c, str) and _is_modname(c)]
                     if mods:
                         for m in mods:
-                            _both("<sys.modules>:" + m, reads, touched)
+                            both("<sys.modules>:" + m)
                     else:
-                        _both("<sys.modules>", reads, touched)
+                        both("<sys.modules>")
                 if "path" in names:
-                    _both("<sys.path>", reads, touched)
+                    both("<sys.path>")
             elif mod in ("os", "posix", "nt", "os.path", "posixpath", "ntpath", "pathlib"):
                 hit = names & _CWD_NAMES
                 if hit:
                     reads.add("<cwd>")
                     if "chdir" in hit:
-                        touched.add("<cwd>")
-            elif not self.is_project_module(obj) and mod.partition(".")[0] not in _NO_ATTR_MODULES:
+                        touched.add("<cwd>", "chdir")
+            elif self.is_project_module(obj):
+                d = obj.__dict__
+                for attr in names:
+                    val = d.get(attr)
+                    if isinstance(val, logging.Logger):
+                        _logger_use(val, names, attr, reads, touched)
+                    elif val is not None and _holds_state(val):
+                        reads.add(self._canonical(val) or f"{obj.__name__}:{attr}")
+            elif mod.partition(".")[0] not in _NO_ATTR_MODULES:
                 d = obj.__dict__
                 for attr in names:
                     if attr != name and attr in d and not attr.startswith("__"):
-                        _both(f"{mod}:{attr}", reads, touched)
+                        both(f"{mod}:{attr}")
+            return
+        if isinstance(obj, logging.Logger):
+            _logger_use(obj, names, name, reads, touched)
+            return
+        if _holds_state(obj) and self.is_project_file(_code_file(obj)):
+            # Calling a memoized function or a closure reads its cache or its cells,
+            # whatever the static pass names them: credit the caller with the function.
+            reads.add(self._canonical(obj) or f"{self._defining_module(obj)}:{name}")
             return
         owner = getattr(obj, "__self__", None)
         if owner is not None and type(owner).__module__ == "random" and isinstance(owner, _Random):
-            _both("<random>", reads, touched)
+            both("<random>")
             return
-        modname = getattr(obj, "__module__", None)
-        if modname in _DECIMAL_MODULES:
-            _both("<decimal>", reads, touched)
-        elif modname in _WARNINGS_MODULES:
-            _both("<warnings>", reads, touched)
-        elif modname in ("posix", "nt") and name in _CWD_NAMES:
+        objmod = getattr(obj, "__module__", None)
+        if objmod in _DECIMAL_MODULES:
+            both("<decimal>")
+        elif objmod in _WARNINGS_MODULES:
+            both("<warnings>")
+        elif objmod in ("posix", "nt") and name in _CWD_NAMES:
             reads.add("<cwd>")
         elif obj is _Path or (isinstance(obj, type) and issubclass(obj, _PurePath)):
             if names & _CWD_NAMES:
@@ -326,6 +533,7 @@ class CodeClassifier:
 
 
 _MISSING: Final = object()
+_IMMUTABLE: Final = (int, float, complex, str, bytes, bool, type(None), tuple, frozenset, range)
 _IMPORT_NAME: Final = bytes([dis.opmap["IMPORT_NAME"]])
 
 import pathlib as _pathlib  # noqa: E402  (after the constants that shadow nothing)
@@ -336,9 +544,84 @@ _PurePath: Final = _pathlib.PurePath
 _Random: Final = _random_mod.Random
 
 
-def _both(site: str, reads: set[str], touched: set[str]) -> None:
-    reads.add(site)
-    touched.add(site)
+def _holds_state(obj: object) -> bool:
+    """A function whose calls read state kept on it: a memo cache, closure cells, or
+    mutable defaults."""
+    if callable(getattr(obj, "cache_info", None)):
+        return True
+    if isinstance(obj, types.FunctionType):
+        if obj.__closure__:
+            return True
+        defaults = (obj.__defaults__ or ()) + tuple((obj.__kwdefaults__ or {}).values())
+        return any(not isinstance(d, _IMMUTABLE) for d in defaults)
+    return False
+
+
+def _code_file(obj: object) -> str:
+    fn = getattr(obj, "__wrapped__", obj)
+    code = getattr(fn, "__code__", None)
+    return code.co_filename if isinstance(code, types.CodeType) else ""
+
+
+def _is_test_module(name: str) -> bool:
+    last = name.rpartition(".")[2]
+    return last == "conftest" or last.startswith("test_") or last.endswith("_test")
+
+
+class _Touched:
+    """Sites a code object may write, located at the first line using the name involved."""
+
+    def __init__(self, out: dict[str, str], code: types.CodeType, rel: str) -> None:
+        self.out = out
+        self.code = code
+        self.rel = rel
+        self.lazy: dict[str, str] = {}
+
+    def add(self, site: str, name: str) -> None:
+        if site not in self.out and site not in self.lazy:
+            self.lazy[site] = name
+
+
+_NAME_LINES: dict[types.CodeType, dict[str, int]] = {}
+
+
+def name_line(code: types.CodeType, name: str) -> int:
+    """The first line of ``code`` that uses ``name`` (cached per code object)."""
+    lines = _NAME_LINES.get(code)
+    if lines is None:
+        lines = _NAME_LINES[code] = {}
+        for line, ins in _instruction_lines(code):
+            if isinstance(ins.argval, str) and ins.argval not in lines:
+                lines[ins.argval] = line
+    return lines.get(name, code.co_firstlineno)
+
+
+def _instruction_lines(code: types.CodeType) -> Iterator[tuple[int, dis.Instruction]]:
+    """(line, instruction) pairs on Python 3.10 to 3.13."""
+    line = code.co_firstlineno
+    for ins in dis.get_instructions(code):
+        if sys.version_info >= (3, 11):
+            pos = ins.positions
+            if pos is not None and pos.lineno is not None:
+                line = pos.lineno
+        elif isinstance(ins.starts_line, int):
+            line = ins.starts_line
+        yield line, ins
+
+
+_LOGGER_WRITES: Final = frozenset(
+    {"setLevel", "addHandler", "removeHandler", "addFilter", "removeFilter", "handlers",
+     "level", "disabled", "propagate", "filters"}
+)  # fmt: skip
+
+
+def _logger_use(
+    lg: logging.Logger, names: Iterable[str], name: str, reads: set[str], touched: _Touched
+) -> None:
+    """A logger object named by the code: its level and handlers (and its ancestors')."""
+    reads.update(logger_sites(lg.name))
+    if _LOGGER_WRITES.intersection(names):
+        touched.add("<logging>:" + lg.name, name)
 
 
 def _add_module_chain(name: str, reads: set[str]) -> None:
@@ -348,83 +631,98 @@ def _add_module_chain(name: str, reads: set[str]) -> None:
 # ------------------------------------------------------------------------ stdlib hooks
 
 
-def _first_arg(frame: types.FrameType) -> object:
-    code = frame.f_code
-    if not code.co_argcount:
-        return None
-    return frame.f_locals.get(code.co_varnames[0])
+_LOGGER_SITES: dict[str, frozenset[str]] = {}
 
 
-def build_hooks(rec: Recorder) -> dict[types.CodeType, TraceHook]:
-    """Code objects of stdlib functions whose arguments name what is read."""
-    hooks: dict[types.CodeType, TraceHook] = {}
-    reads = rec  # the hooks below add to rec.reads / rec.touched, looked up per call
+def _logger_read(self: logging.Logger) -> None:
+    rec = _CURRENT
+    if rec is not None and rec.active:
+        name = self.name
+        sites = _LOGGER_SITES.get(name)
+        if sites is None:
+            sites = _LOGGER_SITES[name] = logger_sites(name)
+        rec.reads.update(sites)
 
-    def logger_read(frame: types.FrameType) -> None:
-        lg = frame.f_locals.get("self")
-        name = getattr(lg, "name", None)
-        if isinstance(name, str):
-            reads.reads.update(logger_sites(name))
 
-    def logger_write(frame: types.FrameType) -> None:
-        lg = frame.f_locals.get("self")
-        name = getattr(lg, "name", None)
-        if isinstance(name, str):
-            reads.touched.add("<logging>:" + name)
+def _logger_write(self: logging.Logger) -> None:
+    rec = _CURRENT
+    if rec is not None and rec.active:
+        rec.wrote("<logging>:" + self.name)
 
-    def path_read(frame: types.FrameType) -> None:
-        found = file_site(_first_arg(frame))
+
+def _path_read(path: object) -> None:
+    rec = _CURRENT
+    if rec is not None and rec.active:
+        found = file_site(path)
         if found is not None:
-            reads.reads.add(found[0])
+            rec.reads.add(found[0])
             if found[1]:
-                reads.reads.add("<cwd>")
+                rec.reads.add("<cwd>")
 
-    def cwd_if_relative(frame: types.FrameType) -> None:
-        arg = _first_arg(frame)
-        try:
-            p = _fspath(arg)  # type: ignore[call-overload]
-        except TypeError:
-            return
-        if isinstance(p, (str, bytes)) and not os.path.isabs(p):
-            reads.reads.add("<cwd>")
 
-    def cwd_read(frame: types.FrameType) -> None:
-        reads.reads.add("<cwd>")
+def _module_read(name: object) -> None:
+    rec = _CURRENT
+    if rec is not None and rec.active and isinstance(name, str) and not name.startswith("."):
+        rec.reads.add("<sys.modules>:" + name)
+        rec.reads.add("<sys.path>")
 
-    def import_module(frame: types.FrameType) -> None:
-        name = frame.f_locals.get("name")
-        if isinstance(name, str) and not name.startswith("."):
-            reads.reads.add("<sys.modules>:" + name)
-            reads.reads.add("<sys.path>")
 
-    def add(fn: object, hook: TraceHook) -> None:
-        code = getattr(fn, "__code__", None)
-        if isinstance(code, types.CodeType):
-            hooks[code] = hook
+def _wrap(orig: Callable[..., Any], note: Callable[[Any], None]) -> Callable[..., Any]:
+    """``orig`` that first notes its first argument (the logger, the path, the name)."""
 
-    for meth in ("isEnabledFor", "getEffectiveLevel", "callHandlers"):
-        add(getattr(logging.Logger, meth, None), logger_read)
-    for meth in ("setLevel", "addHandler", "removeHandler", "addFilter", "removeFilter"):
-        add(getattr(logging.Logger, meth, None), logger_write)
-    for fn in (os.path.exists, os.path.isfile, os.path.isdir, os.path.lexists,
-               os.path.getsize, os.path.getmtime, os.path.islink):
-        add(fn, path_read)
-    add(_pathlib.Path.stat, path_read)
-    add(getattr(_pathlib.Path, "exists", None), path_read)
-    for fn in (os.path.abspath, os.path.realpath, os.path.relpath):
-        add(fn, cwd_if_relative)
-    add(getattr(_pathlib.Path.cwd, "__func__", None), cwd_read)
-    add(getattr(_pathlib.Path, "absolute", None), cwd_read)
-    add(getattr(_pathlib.Path, "resolve", None), cwd_read)
-    add(importlib.import_module, import_module)
-    return hooks
+    @functools.wraps(orig)
+    def wrapper(first: Any, *args: Any, **kwargs: Any) -> Any:
+        note(first)
+        return orig(first, *args, **kwargs)
+
+    wrapper.__isolator_wrapped__ = orig  # type: ignore[attr-defined]
+    return wrapper
+
+
+class StdlibHooks:
+    """Wrappers around the few stdlib functions whose arguments name the state read.
+
+    ``Logger.isEnabledFor(self)`` -> ``<logging>:name`` and its ancestors;
+    ``os.path.exists(p)`` and friends, ``Path.stat`` -> ``<file>:p``;
+    ``importlib.import_module(n)`` -> ``<sys.modules>:n``.  Installed for the recording
+    run only and removed at its end; a wrapper outside a test costs one extra call.
+    """
+
+    def __init__(self) -> None:
+        self.patched: list[tuple[Any, str, Any, Any]] = []  # (owner, name, original, wrapper)
+
+    def install(self) -> None:
+        targets: list[tuple[Any, str, Callable[[Any], None]]] = []
+        for meth in ("isEnabledFor", "getEffectiveLevel", "callHandlers"):
+            targets.append((logging.Logger, meth, _logger_read))
+        for meth in ("setLevel", "addHandler", "removeHandler", "addFilter", "removeFilter"):
+            targets.append((logging.Logger, meth, _logger_write))
+        for fn in ("exists", "isfile", "isdir", "lexists", "getsize", "getmtime", "islink"):
+            targets.append((os.path, fn, _path_read))
+        targets.append((_pathlib.Path, "stat", _path_read))
+        targets.append((importlib, "import_module", _module_read))
+        for owner, name, note in targets:
+            orig = owner.__dict__.get(name) if isinstance(owner, type) else getattr(owner, name)
+            if orig is None or getattr(orig, "__isolator_wrapped__", None) is not None:
+                continue
+            wrapper = _wrap(orig, note)
+            setattr(owner, name, wrapper)
+            self.patched.append((owner, name, orig, wrapper))
+
+    def uninstall(self) -> None:
+        for owner, name, orig, wrapper in reversed(self.patched):
+            current = owner.__dict__.get(name) if isinstance(owner, type) else getattr(owner, name)
+            if current is wrapper:
+                setattr(owner, name, orig)
+        self.patched.clear()
 
 
 # --------------------------------------------------------------------------- backends
 
 
 class Backend(Protocol):
-    """Reports code objects that start running while started."""
+    """Tells which code objects ran between ``start()`` and ``stop()``: ``codes()`` returns
+    those seen since its last call (or since ``new_test()``)."""
 
     name: str
 
@@ -434,59 +732,91 @@ class Backend(Protocol):
 
     def new_test(self) -> None: ...
 
+    def codes(self) -> Iterable[types.CodeType]: ...
+
     def close(self) -> None: ...
 
 
-Classify = Callable[[types.CodeType, dict[str, Any]], "CodeInfo | None"]
+class ProfilerBackend:
+    """The C profiler behind ``cProfile`` (``_lsprof``), Python < 3.12.
+
+    Its per-call cost is C code; a Python ``sys.settrace`` function costs a Python call
+    per function call (about a third of a plain run on call-heavy suites).  The code
+    objects that ran are the entries of ``getstats()``.
+    """
+
+    name = "lsprof"
+
+    def __init__(self) -> None:
+        import _lsprof
+
+        self._prof: Any = _lsprof.Profiler()
+        self._on = False
+
+    def start(self) -> None:
+        # Leave a user's profiler alone; reads then come from the other sources.
+        if sys.getprofile() is None:
+            self._prof.enable(subcalls=False, builtins=False)
+            self._on = True
+
+    def stop(self) -> None:
+        if self._on:
+            self._prof.disable()
+            self._on = False
+
+    def new_test(self) -> None:
+        self._prof.clear()
+
+    def codes(self) -> Iterable[types.CodeType]:
+        on = self._on
+        if on:
+            self._prof.disable()
+        entries = self._prof.getstats()
+        self._prof.clear()
+        if on:
+            self._prof.enable(subcalls=False, builtins=False)
+        return [e.code for e in entries if type(e.code) is types.CodeType]
+
+    def close(self) -> None:
+        self.stop()
 
 
 class SettraceBackend:
-    """Call-only ``sys.settrace`` function: no line events, returns None for every frame."""
+    """Call-only ``sys.settrace`` function (no line events), when ``_lsprof`` cannot run."""
 
     name = "settrace"
 
-    def __init__(self, rec: Recorder, classify: Classify, hooks: dict[types.CodeType, TraceHook]):
-        known: dict[types.CodeType, Any] = dict(hooks)
-        known_get = known.get
-        infos_add = rec.infos.add
-        missing = _MISSING
+    def __init__(self) -> None:
+        seen: set[types.CodeType] = set()
+        add = seen.add
 
         def tracer(frame: types.FrameType, event: str, arg: object) -> None:
-            code = frame.f_code
-            got = known_get(code, missing)
-            if got is None:
-                return None
-            if got is missing:
-                got = known[code] = classify(code, frame.f_globals)
-                if got is None:
-                    return None
-            if got.__class__ is CodeInfo:
-                infos_add(got)
-            else:
-                got(frame)
+            add(frame.f_code)
             return None
 
+        self._seen = seen
         self._tracer = tracer
-        self._prev: Any = None
+        self._on = False
 
     def start(self) -> None:
-        prev = sys.gettrace()
-        if prev is not None and prev is not self._tracer:
-            # Someone else (a debugger, coverage) traces: leave them alone rather than
-            # silently switching off their tool; reads then come from the other sources.
-            self._prev = prev
-            return
-        self._prev = None
-        sys.settrace(self._tracer)
-        threading.settrace(self._tracer)
+        if sys.gettrace() is None:
+            sys.settrace(self._tracer)
+            threading.settrace(self._tracer)
+            self._on = True
 
     def stop(self) -> None:
-        if self._prev is None and sys.gettrace() is self._tracer:
+        if self._on:
             sys.settrace(None)
-        threading.settrace(None)  # type: ignore[arg-type]
+            threading.settrace(None)
+            self._on = False
 
     def new_test(self) -> None:
-        pass
+        self._seen.clear()
+
+    def codes(self) -> Iterable[types.CodeType]:
+        out = list(self._seen)
+        self._seen.clear()
+        return out
 
     def close(self) -> None:
         self.stop()
@@ -496,46 +826,33 @@ class MonitoringBackend:
     """``sys.monitoring`` PY_START events (Python >= 3.12) under our own tool id.
 
     Each code object reports once per test: the callback returns DISABLE, and
-    ``restart_events()`` re-arms them when the next test begins.  The hooked stdlib
-    functions keep reporting (their arguments differ call by call).
+    ``restart_events()`` re-arms them when the next test begins.
     """
 
     name = "sys.monitoring"
 
-    def __init__(self, rec: Recorder, classify: Classify, hooks: dict[types.CodeType, TraceHook]):
-        mon: Any = sys.monitoring  # type: ignore[attr-defined,unused-ignore]
+    def __init__(self) -> None:
+        mon: Any = sys.__dict__["monitoring"]
         self._mon = mon
         self.tool = -1
-        for tool in (4, 3, 2, 5):
+        for tool in (4, 3, 5):
             if mon.get_tool(tool) is None:
                 self.tool = tool
                 break
         if self.tool < 0:
             raise RuntimeError("no free sys.monitoring tool id")
         mon.use_tool_id(self.tool, "isolator-deps")
-        known: dict[types.CodeType, Any] = dict(hooks)
-        known_get = known.get
-        infos_add = rec.infos.add
-        missing = _MISSING
+        seen: set[types.CodeType] = set()
+        add = seen.add
         disable = mon.DISABLE
-        getframe = sys._getframe
 
         def on_start(code: types.CodeType, offset: int) -> Any:
-            got = known_get(code, missing)
-            if got is None:
-                return disable
-            if got is missing:
-                got = known[code] = classify(code, getframe(1).f_globals)
-                if got is None:
-                    return disable
-            if got.__class__ is CodeInfo:
-                infos_add(got)
-                return disable
-            got(getframe(1))
-            return None
+            add(code)
+            return disable
 
         mon.register_callback(self.tool, mon.events.PY_START, on_start)
         self._event = mon.events.PY_START
+        self._seen = seen
         self._on = False
 
     def start(self) -> None:
@@ -549,7 +866,13 @@ class MonitoringBackend:
             self._on = False
 
     def new_test(self) -> None:
+        self._seen.clear()
         self._mon.restart_events()
+
+    def codes(self) -> Iterable[types.CodeType]:
+        out = list(self._seen)
+        self._seen.clear()
+        return out
 
     def close(self) -> None:
         self.stop()
@@ -557,19 +880,19 @@ class MonitoringBackend:
         self._mon.free_tool_id(self.tool)
 
 
-def make_backend(
-    rec: Recorder,
-    classify: Classify,
-    hooks: dict[types.CodeType, TraceHook],
-    prefer: str = "auto",
-) -> Backend:
-    """The one place a backend is chosen: sys.monitoring on >= 3.12, settrace below."""
-    if prefer != "settrace" and sys.version_info >= (3, 12):
+def make_backend(prefer: str = "auto") -> Backend:
+    """The one place a backend is chosen: sys.monitoring on >= 3.12, _lsprof below."""
+    if prefer == "settrace":
+        return SettraceBackend()
+    if sys.version_info >= (3, 12):
         try:
-            return MonitoringBackend(rec, classify, hooks)
+            return MonitoringBackend()
         except (RuntimeError, ValueError):
             pass
-    return SettraceBackend(rec, classify, hooks)
+    try:
+        return ProfilerBackend()
+    except ImportError:
+        return SettraceBackend()
 
 
 # ---------------------------------------------------------------- environment and audit
@@ -582,42 +905,65 @@ class _TrackedEnviron(os._Environ):  # type: ignore[type-arg]
 
     def __getitem__(self, key: Any) -> Any:
         rec = _CURRENT
-        if rec is not None and rec.active and not _from_isolator():
+        if rec is not None and rec.active and key not in _RUNNER_KEYS and not _from_tooling():
             rec.reads.add("<env>:" + _env_name(key))
         return super().__getitem__(key)
 
     def __iter__(self) -> Any:
         rec = _CURRENT
-        if rec is not None and rec.active and not _from_isolator():
+        if rec is not None and rec.active and not _from_tooling():
             rec.reads.add("<env>")
         return super().__iter__()
 
     def __setitem__(self, key: Any, value: Any) -> None:
         rec = _CURRENT
-        if rec is not None and rec.active:
-            rec.touched.add("<env>:" + _env_name(key))
+        if rec is not None and rec.active and key not in _RUNNER_KEYS and not _from_tooling():
+            rec.wrote("<env>:" + _env_name(key))
         super().__setitem__(key, value)
 
     def __delitem__(self, key: Any) -> None:
         rec = _CURRENT
-        if rec is not None and rec.active:
-            rec.touched.add("<env>:" + _env_name(key))
+        if rec is not None and rec.active and key not in _RUNNER_KEYS and not _from_tooling():
+            rec.wrote("<env>:" + _env_name(key))
         super().__delitem__(key)
+
+
+# pytest sets this one in every phase of every test.
+_RUNNER_KEYS: Final = frozenset({"PYTEST_CURRENT_TEST", b"PYTEST_CURRENT_TEST"})
 
 
 def _env_name(key: Any) -> str:
     return os.fsdecode(key) if isinstance(key, bytes) else str(key)
 
 
-_SKIP_FILES: Final = (os.__file__, getattr(sys.modules.get("_collections_abc"), "__file__", ""))
+# Where os.environ's own methods and the Mapping mixins live (frozen modules included).
+_SKIP_FILES: Final = frozenset(
+    {
+        os._Environ.__getitem__.__code__.co_filename,
+        os.getenv.__code__.co_filename,
+        Mapping.get.__code__.co_filename,
+        MutableMapping.pop.__code__.co_filename,
+    }
+)
 
 
-def _from_isolator() -> bool:
-    """True if isolator's own code (the resetter's snapshots) is the one reading."""
+def _package_dir(name: str) -> str:
+    mod = sys.modules.get(name)
+    f = getattr(mod, "__file__", None)
+    return _join(os.path.dirname(_abspath(f)), "") if isinstance(f, str) else _ISOLATOR_DIR
+
+
+# Environment accesses made by the test runner itself (pytest sets PYTEST_CURRENT_TEST in
+# every phase, monkeypatch reads before it writes and undoes at teardown) are not the test's.
+_TOOLING_DIRS: Final = (_ISOLATOR_DIR, _package_dir("_pytest"), _package_dir("pluggy"))
+
+
+def _from_tooling() -> bool:
+    """True if isolator, pytest or pluggy is the one touching the environment."""
     f: types.FrameType | None = sys._getframe(2)
     while f is not None and f.f_code.co_filename in _SKIP_FILES:
         f = f.f_back
-    return f is not None and f.f_code.co_filename.startswith(_ISOLATOR_DIR)
+    return f is not None and f.f_code.co_filename.startswith(_TOOLING_DIRS)
 
 
 _WRITE_FLAGS: Final = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
@@ -625,9 +971,18 @@ _CURRENT: Recorder | None = None
 _AUDIT_INSTALLED = False
 _READ_PATH_EVENTS: Final = {"os.listdir": 0, "os.scandir": 0, "glob.glob": 0}
 _WRITE_PATH_EVENTS: Final = {
-    "os.remove": (0,), "os.rmdir": (0,), "os.mkdir": (0,), "os.truncate": (0,),
-    "os.rename": (0, 1), "os.link": (1,), "os.symlink": (1,), "shutil.rmtree": (0,),
-    "shutil.move": (0, 1), "shutil.copyfile": (1,), "os.chmod": (0,), "os.utime": (0,),
+    "os.remove": (0,),
+    "os.rmdir": (0,),
+    "os.mkdir": (0,),
+    "os.truncate": (0,),
+    "os.rename": (0, 1),
+    "os.link": (1,),
+    "os.symlink": (1,),
+    "shutil.rmtree": (0,),
+    "shutil.move": (0, 1),
+    "shutil.copyfile": (1,),
+    "os.chmod": (0,),
+    "os.utime": (0,),
 }
 
 
@@ -654,7 +1009,7 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
         if reading:
             rec.reads.add(site)
         if writing:
-            rec.touched.add(site)
+            rec.wrote(site)
         return
     if event == "import":
         name = args[0]
@@ -663,7 +1018,7 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
             rec.reads.add("<sys.path>")
         return
     if event == "os.chdir":
-        rec.touched.add("<cwd>")
+        rec.wrote("<cwd>")
         if args and file_site(args[0]) is not None and not os.path.isabs(_fspath(args[0])):
             rec.reads.add("<cwd>")
         return
@@ -685,7 +1040,7 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
             if len(args) > i:
                 found = file_site(args[i])
                 if found is not None:
-                    rec.touched.add(found[0])
+                    rec.wrote(found[0])
                     if found[1]:
                         rec.reads.add("<cwd>")
 
@@ -694,10 +1049,25 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
 
 
 class TestReads(NamedTuple):
-    """What one test read, and what it may have written (gross), as site sets."""
+    """What one test read, and what it may have written (gross) with the project line
+    that did it (``"file:line"``, relative to the rootdir, or "")."""
 
     reads: frozenset[str]
-    touched: frozenset[str]
+    touched: dict[str, str]
+    lazy: dict[str, tuple[types.CodeType, str, str]] = {}  # site -> (code, relpath, name)
+
+    def locate(self, site: str, overlap: Callable[[str, str], bool]) -> str:
+        """Where a net write to ``site`` most likely happened."""
+        where = self.touched.get(site)
+        if where:
+            return where
+        for other, loc in self.touched.items():
+            if loc and overlap(other, site):
+                return loc
+        for other, (code, rel, name) in self.lazy.items():
+            if other == site or overlap(other, site):
+                return f"{rel}:{name_line(code, name)}"
+        return ""
 
 
 class ReadTracer:
@@ -715,10 +1085,10 @@ class ReadTracer:
     ) -> None:
         self.rec = Recorder()
         self.classifier = CodeClassifier(rootdir, static)
-        self.hooks = build_hooks(self.rec)
-        self.backend: Backend = make_backend(
-            self.rec, self.classifier.classify, self.hooks, prefer
-        )
+        self.rec.locate = self.classifier.caller_location
+        self.backend: Backend = make_backend(prefer)
+        self.hooks = StdlibHooks()
+        self.known: dict[types.CodeType, CodeInfo | None] = {}
         self._envs: list[Any] = []
         self._installed = False
 
@@ -735,6 +1105,7 @@ class ReadTracer:
             if env is not None and type(env) is os._Environ:
                 env.__class__ = _TrackedEnviron
                 self._envs.append(env)
+        self.hooks.install()
 
     def begin_test(self) -> None:
         self.rec.clear()
@@ -748,19 +1119,47 @@ class ReadTracer:
         self.backend.stop()
         self.rec.active = False
 
+    def _collect(self) -> None:
+        """Classify the code objects that ran since the last collection (cached)."""
+        known = self.known
+        infos = self.rec.infos
+        classifier = self.classifier
+        for code in self.backend.codes():
+            info = known.get(code, _MISSING)
+            if info is _MISSING:
+                info = known[code] = classifier.classify_code(code)
+            if info is not None:
+                infos.add(info)  # type: ignore[arg-type]
+
     def end_test(self) -> TestReads:
         self.pause()
+        self._collect()
         reads: set[str] = set(self.rec.reads)
-        touched: set[str] = set(self.rec.touched)
+        lazy: dict[str, tuple[types.CodeType, str, str]] = {}
         for info in self.rec.infos:
             reads.update(info.reads)
-            touched.update(info.touched)
-        return TestReads(frozenset(reads), frozenset(touched))
+            if info.code is not None:
+                for site, name in info.lazy:
+                    lazy.setdefault(site, (info.code, info.rel, name))
+        return TestReads(frozenset(reads), self.touched_now(), lazy)
+
+    def touched_now(self) -> dict[str, str]:
+        """Sites the current test may have written so far (see ``end_test``)."""
+        self._collect()
+        touched: dict[str, str] = dict(self.rec.touched)
+        for info in self.rec.infos:
+            for site, loc in info.where:
+                if not touched.get(site):
+                    touched[site] = loc
+            for site, _name in info.lazy:
+                touched.setdefault(site, "")
+        return touched
 
     def close(self) -> None:
         global _CURRENT
         self.pause()
         self.backend.close()
+        self.hooks.uninstall()
         for env in self._envs:
             if type(env) is _TrackedEnviron:
                 env.__class__ = os._Environ  # type: ignore[assignment]
@@ -772,7 +1171,7 @@ class ReadTracer:
 
 def static_by_filename(states: Mapping[str, Any] | Iterable[Any]) -> dict[str, StaticAccess]:
     """Index the static pass's ``{modname: ModuleState}`` by absolute file name."""
-    values = states.values() if isinstance(states, Mapping) else states
+    values: Iterable[Any] = states.values() if isinstance(states, Mapping) else states
     out: dict[str, StaticAccess] = {}
     for st in values:
         fn: object = getattr(st, "filename", None)

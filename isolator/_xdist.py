@@ -1,6 +1,7 @@
 """pytest-xdist integration: a scheduler that keeps dependent tests on one worker, in order.
 
-Registered only when xdist is loaded.  The controller builds work units from the dependency
+Registered only on a distributing xdist controller; the scheduler only takes over when a
+dependency graph exists (else xdist's own scheduler runs).  It builds work units from the
 graph and the collection the workers report (already in the repaired order, since the
 workers run ``_schedplugin``'s collection hooks): each connected component of constraint
 edges is one unit, sent to one worker in a single batch so that its tests run back to back;
@@ -18,7 +19,7 @@ from xdist.report import report_collection_diff  # type: ignore[import-untyped]
 from xdist.workermanage import parse_tx_spec_config  # type: ignore[import-untyped]
 
 from isolator import scheduler
-from isolator._schedplugin import WORKERINPUT_KEY, WORKEROUTPUT_KEY
+from isolator._schedplugin import PRIORITY_MODES, WORKERINPUT_KEY, WORKEROUTPUT_KEY
 from isolator._types import NodeId
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ class XdistHooks:
                 f"--dist {dist}: xdist's own scheduler is used; dependency chains are not kept"
             )
             return None
-        lpt = self.plugin.order not in {"failed-first", "changed-first"}
+        lpt = self.plugin.order not in PRIORITY_MODES
         return DependencyScheduling(config, log, self.plugin, _scope_fn(dist), lpt=lpt)
 
     @pytest.hookimpl
@@ -110,6 +111,7 @@ class DependencyScheduling:
         self.queue: deque[list[int]] = deque()
         self.queued_tests = 0
         self.collection: list[str] | None = None
+        self.handed_back: set[int] = set()  # ids of units requeued from a crashed worker
 
     # -- protocol properties -------------------------------------------------------------
 
@@ -170,8 +172,10 @@ class DependencyScheduling:
         # The rest of the crashed worker's units go back as one unit, still in order (a
         # chain whose setter already ran there loses that state: reported by its test).
         if pending[1:]:
-            self.queue.appendleft(pending[1:])
-            self.queued_tests += len(pending) - 1
+            rest = pending[1:]
+            self.handed_back.add(id(rest))
+            self.queue.appendleft(rest)
+            self.queued_tests += len(rest)
         for other in self.nodes:
             self._refill(other)
         return crashitem
@@ -242,7 +246,7 @@ class DependencyScheduling:
         for unit in units:
             indices.extend(unit)
             self.queued_tests -= len(unit)
-            if len(unit) > 1:
+            if len(unit) > 1 and id(unit) not in self.handed_back:
                 chain: list[NodeId] = [self.collection[i] for i in unit]
                 self.plugin.worker_chains.setdefault(str(node.gateway.id), []).append(chain)
         self.node2pending[node].extend(indices)

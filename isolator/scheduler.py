@@ -260,9 +260,12 @@ def _toposort(
     prio: Mapping[NodeId, int],
     succ: Mapping[NodeId, Iterable[NodeId]],
 ) -> tuple[list[NodeId], list[tuple[NodeId, NodeId]]]:
-    """Kahn's algorithm taking the available node of smallest ``prio`` first.
+    """Kahn's algorithm taking the available node of smallest priority first.
 
-    On a cycle it emits the smallest remaining node anyway and returns the edges it broke.
+    A node's priority is the smallest ``prio`` among itself and everything that must come
+    after it, so a test that blocks an early one moves up instead of the early one moving
+    down (failed-first keeps failed tests first).  On a cycle it emits the smallest
+    remaining node anyway and returns the edges it broke.
     """
     indeg = dict.fromkeys(nodes, 0)
     preds: dict[NodeId, list[NodeId]] = {n: [] for n in nodes}
@@ -270,7 +273,8 @@ def _toposort(
         for b in succ.get(a, ()):
             indeg[b] += 1
             preds[b].append(a)
-    heap = [(prio[n], n) for n in nodes if indeg[n] == 0]
+    eff = _inherited_priority(nodes, prio, preds)
+    heap = [(eff[n], prio[n], n) for n in nodes if indeg[n] == 0]
     heapq.heapify(heap)
     done: set[NodeId] = set()
     out: list[NodeId] = []
@@ -279,7 +283,7 @@ def _toposort(
     ri = 0
     while len(out) < len(nodes):
         if heap:
-            _, n = heapq.heappop(heap)
+            _, _, n = heapq.heappop(heap)
             if n in done:
                 continue
         else:
@@ -292,8 +296,34 @@ def _toposort(
         for b in succ.get(n, ()):
             indeg[b] -= 1
             if indeg[b] == 0 and b not in done:
-                heapq.heappush(heap, (prio[b], b))
+                heapq.heappush(heap, (eff[b], prio[b], b))
     return out, broken
+
+
+def _inherited_priority(
+    nodes: Sequence[NodeId],
+    prio: Mapping[NodeId, int],
+    preds: Mapping[NodeId, Sequence[NodeId]],
+) -> dict[NodeId, int]:
+    """``prio`` lowered to the smallest priority of any node reachable after it."""
+    eff = {n: prio[n] for n in nodes}
+    # Push each priority back along predecessor edges, smallest first: every node is
+    # settled by the first (smallest) priority that reaches it, so this is linear.
+    settled: set[NodeId] = set()
+    for start in sorted(nodes, key=lambda n: prio[n]):
+        if start in settled:
+            continue
+        value = prio[start]
+        stack = [start]
+        settled.add(start)
+        while stack:
+            n = stack.pop()
+            for p in preds[n]:
+                if p not in settled:
+                    settled.add(p)
+                    eff[p] = min(eff[p], value)
+                    stack.append(p)
+    return eff
 
 
 def _lcs_kept(requested: Sequence[NodeId], final: Sequence[NodeId]) -> set[NodeId]:
@@ -422,7 +452,7 @@ def _decisions(
         lines.append(f"cannot satisfy {e.kind} {e.before} -> {e.after}: dependency cycle")
     for t in order:
         if t in moved:
-            lines.append(f"moved {t} from position {req[t] + 1} to {fin[t] + 1}")
+            lines.append(f"moved {t}: requested position {req[t] + 1}, runs at {fin[t] + 1}")
     return lines
 
 
@@ -439,14 +469,17 @@ def setter_blocks(order: Sequence[NodeId], constraints: Constraints) -> list[lis
     return [g for g in groups.values() if len(g) > 1]
 
 
-def violations(order: Sequence[NodeId], constraints: Constraints) -> list[str]:
-    """What ``order`` (all in one process) breaks: edge order and block contiguity."""
+def violations(
+    order: Sequence[NodeId], constraints: Constraints, *, contiguous: bool = True
+) -> list[str]:
+    """What ``order`` (all in one process) breaks: edge order and, when ``contiguous``,
+    state-setter chains interrupted by other tests (which isolator's resets require)."""
     fin = {t: i for i, t in enumerate(order)}
     bad: list[str] = []
     for e in constraints.edges:
         if e.before in fin and e.after in fin and fin[e.before] > fin[e.after]:
             bad.append(f"{e.kind}: {e.after} ran before {e.before}")
-    for block in setter_blocks(order, constraints):
+    for block in setter_blocks(order, constraints) if contiguous else ():
         idx = [fin[t] for t in block]
         if idx[-1] - idx[0] != len(idx) - 1:
             bad.append("state-setter chain not contiguous: " + ", ".join(block))

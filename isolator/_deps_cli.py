@@ -1,0 +1,898 @@
+"""``isolator deps`` (find order dependencies) and ``isolator explain NODEID``.
+
+``deps`` drives the phases; every pytest run is a child process that talks to us through
+files (see ``_depsplugin.py``)::
+
+    record   pytest -p isolator --reset=minimal --isolator-record=REC  [pytest args]
+             (restarted after the tests not yet run if a test kills the interpreter)
+    detect   candidates: A's net writes meet B's reads            (detector.py)
+    confirm  rounds of pytest --isolator-plan=PLAN runs, 1 or 2 processes at a time:
+             [B], [A, B]; then repetitions and [A, C, B] cleaner trials
+    output   table / JSON / graph; .isolator/deps.json for the scheduler and `explain`
+
+Ctrl-C during confirmation keeps what was confirmed: the result is stored and printed,
+and the exit status is 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Final
+
+from isolator import detector
+from isolator._store import DEPS_FILE, STORE_DIR, StoreError, load_graph, save_graph
+from isolator._types import DependencyGraph, NodeId
+
+PROG: Final = "isolator deps"
+_MAX_RESTARTS: Final = 20
+_MAX_ROUNDS: Final = 6
+_MIN_BUDGET: Final = 1.0
+_RECORD_ONLY_SHOWN: Final = 200  # candidates listed by --record-only
+# Options that change which tests run or stop a run early: the recording run and the
+# confirmation runs must see the same tests and run them all.
+_DROP_FLAGS: Final = frozenset(
+    {"-x", "--exitfirst", "--lf", "--last-failed", "--ff", "--failed-first", "--nf",
+     "--new-first", "--sw", "--stepwise", "--sw-skip", "--stepwise-skip"}
+)  # fmt: skip
+_DROP_WITH_VALUE: Final = (
+    "--reset", "--maxfail", "--junitxml", "--junit-xml", "-n", "--numprocesses", "--dist",
+)  # fmt: skip
+
+
+class DepsError(Exception):
+    """A one-line message for the user; ``code`` is the exit status."""
+
+    def __init__(self, message: str, code: int = 2) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# ------------------------------------------------------------------------- arguments
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        allow_abbrev=False,
+        description="Find the order dependencies between tests from one recorded run, "
+        "confirm them with targeted reruns, and name the shared state. Arguments not "
+        "listed here go to pytest unchanged (paths, -k, -m, -p ...).",
+    )
+    p.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    p.add_argument("--output", metavar="FILE", help="write the output here instead of stdout")
+    p.add_argument(
+        "--graph", metavar="FILE", help="also draw the graph: FILE.dot, FILE.svg or FILE.html"
+    )
+    p.add_argument(
+        "--record-only",
+        action="store_true",
+        help="only the recording run: report candidates, confirm nothing",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="confirmation processes in parallel (default: 2 when there is enough work)",
+    )
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=0.5,
+        metavar="F",
+        help="first confirmation round: about F times the recording run's time (at least "
+        f"{_MIN_BUDGET:.0f} s); candidates left over are reported unconfirmed; "
+        "0 = no limit (default 0.5)",
+    )
+    p.add_argument(
+        "--max-cleaners",
+        type=int,
+        default=30,
+        metavar="N",
+        help="cleaner candidates tried per polluter/victim pair (default 30; 0 = none)",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--tracer", choices=("auto", "settrace", "none"), default="auto",
+                   help=argparse.SUPPRESS)  # fmt: skip
+    p.add_argument("--keep-work", action="store_true", help=argparse.SUPPRESS)
+    return p
+
+
+def filter_pytest_args(args: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(args to pass, args dropped): see ``_DROP_FLAGS`` and ``_DROP_WITH_VALUE``."""
+    out: list[str] = []
+    dropped: list[str] = []
+    it = iter(range(len(args)))
+    skip_next = False
+    for i in it:
+        a = args[i]
+        if skip_next:
+            skip_next = False
+            dropped.append(a)
+            continue
+        if a in _DROP_FLAGS or a.startswith("--isolator-"):
+            dropped.append(a)
+            continue
+        if a in _DROP_WITH_VALUE:
+            dropped.append(a)
+            skip_next = True
+            continue
+        if any(a.startswith(opt + "=") for opt in _DROP_WITH_VALUE):
+            dropped.append(a)
+            continue
+        if a.startswith("--maxfail") or (a[:2] in ("-x", "-n") and a[2:].isdigit()):
+            dropped.append(a)
+            continue
+        out.append(a)
+    return out, dropped
+
+
+# -------------------------------------------------------------------------- progress
+
+
+class Progress:
+    """Progress lines on stderr: at most one a second per phase, and each phase's end."""
+
+    def __init__(self, quiet: bool, stream: IO[str] | None = None) -> None:
+        self.quiet = quiet
+        self.stream = stream or sys.stderr
+        self._last = 0.0
+        self._last_text = ""
+
+    def say(self, text: str) -> None:
+        if not self.quiet:
+            self.stream.write(f"{PROG}: {text}\n")
+            self.stream.flush()
+
+    def step(self, phase: str, done: int, total: int, unit: str) -> None:
+        now = time.monotonic()
+        text = f"{phase} {done}/{total} {unit}"
+        if text == self._last_text:
+            return
+        if done < total and now - self._last < 1.0:
+            return
+        self._last = now
+        self._last_text = text
+        self.say(text)
+
+
+# ------------------------------------------------------------------------- child runs
+
+
+def _pytest_cmd(
+    extra: Sequence[str], pytest_args: Sequence[str], last: Sequence[str] = ()
+) -> list[str]:
+    """pytest with isolator; ``last`` goes after the user's arguments so that it wins."""
+    return [sys.executable, "-m", "pytest", "-p", "isolator", "--reset=minimal", *extra,
+            *pytest_args, *last]  # fmt: skip
+
+
+def _read_lines(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
+    """Complete JSON lines from ``offset``; a torn last line (a crash) is left for later."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            data = f.read()
+    except FileNotFoundError:
+        return [], offset
+    out = []
+    end = data.rfind(b"\n") + 1
+    for raw in data[:end].splitlines():
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+    return out, offset + end
+
+
+def _error_line(log: Path) -> str:
+    """The most useful line of a failed child's output."""
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for prefix in ("ERROR:", "E   ", "ImportError", "INTERNALERROR>"):
+        for ln in lines:
+            if ln.startswith(prefix):
+                return ln
+    return lines[-1] if lines else ""
+
+
+def _stop_child(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        proc.kill()
+        proc.wait()
+
+
+@dataclass
+class Recorded:
+    rootdir: str
+    collected: list[NodeId]
+    records: list[detector.TestRecord]
+    crashed: list[NodeId] = field(default_factory=list)
+    backend: str = ""
+    notes: list[str] = field(default_factory=list)
+    wall: float = 0.0
+    collect_time: float = 0.0
+
+
+def record(pytest_args: list[str], work: Path, progress: Progress, tracer: str) -> Recorded:
+    """The recording run, restarted after a test that kills the interpreter."""
+    rootdir = ""
+    collected: list[NodeId] = []
+    records: list[detector.TestRecord] = []
+    crashed: list[NodeId] = []
+    notes: list[str] = []
+    backend = ""
+    done: list[NodeId] = []
+    t0 = time.perf_counter()
+    collect_time = 0.0
+    for attempt in range(_MAX_RESTARTS + 1):
+        rec = work / f"record-{attempt}.jsonl"
+        log = work / f"record-{attempt}.log"
+        extra = [f"--isolator-record={rec}", f"--isolator-tracer={tracer}"]
+        if done:
+            resume = work / f"resume-{attempt}.json"
+            resume.write_text(json.dumps(done), encoding="utf-8")
+            extra.append(f"--isolator-resume={resume}")
+        with open(log, "wb") as logf:
+            proc = subprocess.Popen(
+                _pytest_cmd(extra, pytest_args, ["--tb=line"]),
+                stdout=logf,
+                stderr=subprocess.STDOUT,
+            )
+            offset = 0
+            started: NodeId | None = None
+            finished = False
+            got_collected = False
+            try:
+                while True:
+                    rc = proc.poll()
+                    lines, offset = _read_lines(rec, offset)
+                    for obj in lines:
+                        kind = obj.get("type")
+                        if kind == "header":
+                            rootdir = rootdir or str(obj.get("rootdir", ""))
+                        elif kind == "collected":
+                            got_collected = True
+                            if not collected:
+                                collected = [str(t) for t in obj.get("tests", [])]
+                                collect_time = float(obj.get("collect_time", 0.0))
+                        elif kind == "tracer":
+                            backend = str(obj.get("backend", ""))
+                            if obj.get("note") and str(obj["note"]) not in notes:
+                                notes.append(str(obj["note"]))
+                        elif kind == "start":
+                            started = str(obj.get("nodeid"))
+                        elif kind == "test":
+                            r = detector.TestRecord.from_json({**obj, "index": len(records)})
+                            records.append(r)
+                            done.append(r.nodeid)
+                            started = None
+                        elif kind == "finished":
+                            finished = True
+                    if collected:
+                        progress.step("recording", len(done), len(collected), "tests")
+                    if rc is not None:
+                        break
+                    time.sleep(0.1)
+            except BaseException:
+                _stop_child(proc)
+                raise
+        if got_collected and not collected:
+            # Nothing selected, or node ids that do not exist (pytest says so, exit 4).
+            if rc in (0, 5):
+                raise DepsError("no tests collected", 5)
+            raise DepsError(f"pytest could not run the tests (exit {rc}): {_error_line(log)}")
+        if finished:
+            break
+        if not got_collected:
+            if rc == 5:
+                raise DepsError("no tests collected", 5)
+            why = _error_line(log)
+            raise DepsError(f"pytest could not run the tests (exit {rc}): {why}")
+        if started is None:
+            # Died between tests (in a session fixture's teardown, say): nothing to retry.
+            notes.append(f"the recording run ended early (exit {rc}) after {len(done)} tests")
+            break
+        crashed.append(started)
+        done.append(started)
+        notes.append(f"{started} crashed the interpreter during recording (exit {rc})")
+        progress.say(f"{started} crashed the interpreter; going on with the rest")
+    return Recorded(
+        rootdir=rootdir or os.getcwd(),
+        collected=collected,
+        records=records,
+        crashed=crashed,
+        backend=backend,
+        notes=notes,
+        wall=time.perf_counter() - t0,
+        collect_time=collect_time,
+    )
+
+
+class _Child:
+    """One confirmation process serving plans from its own directory."""
+
+    def __init__(self, cmd_args: list[str], work: Path, n: int) -> None:
+        self.dir = work / f"serve-{n}"
+        self.dir.mkdir()
+        self.out = work / f"serve-{n}.out.jsonl"
+        self.log = work / f"serve-{n}.log"
+        self.offset = 0
+        self.k = 0
+        self.pending: dict[int, detector.Seq] = {}
+        self.started: int | None = None
+        self.alive_once = False  # wrote anything: it collected and started serving
+        extra = [f"--isolator-plan={self.dir}", f"--isolator-plan-out={self.out}"]
+        # Formatting tracebacks of the failures we provoke costs more than running them.
+        last = ["-q", "--tb=no"]
+        with open(self.log, "wb") as logf:
+            self.proc = subprocess.Popen(
+                _pytest_cmd(extra, cmd_args, last), stdout=logf, stderr=subprocess.STDOUT
+            )
+
+    def submit(self, seqs: dict[int, detector.Seq]) -> None:
+        ids = sorted(seqs)
+        data = json.dumps({"ids": ids, "sequences": [list(seqs[i]) for i in ids]})
+        tmp = self.dir / f".plan-{self.k}.tmp"
+        tmp.write_text(data, encoding="utf-8")
+        os.replace(tmp, self.dir / f"plan-{self.k}.json")  # never seen half-written
+        self.k += 1
+        self.pending.update(seqs)
+
+    def read(self) -> list[dict[str, Any]]:
+        lines, self.offset = _read_lines(self.out, self.offset)
+        self.alive_once = self.alive_once or bool(lines)
+        return lines
+
+    def request_stop(self) -> None:
+        try:
+            (self.dir / "stop").write_text("", encoding="utf-8")
+        except OSError:
+            pass
+
+    def stop(self, wait: float = 30.0) -> None:
+        self.request_stop()
+        try:
+            self.proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            _stop_child(self.proc)
+
+
+class Confirmer:
+    """Runs sequences in 1-2 long-lived pytest processes and feeds ``Evidence``."""
+
+    def __init__(
+        self,
+        pytest_args: list[str],
+        work: Path,
+        ev: detector.Evidence,
+        durations: dict[NodeId, float],
+        jobs: int,
+        progress: Progress,
+    ) -> None:
+        self.pytest_args = pytest_args
+        self.work = work
+        self.ev = ev
+        self.durations = durations
+        self.jobs = jobs
+        self.progress = progress
+        self.next_id = 0
+        self.spawned = 0
+        self.sequences_run = 0
+        self.executions = 0
+        self.crashes: list[detector.Seq] = []
+        self.children: list[_Child] = []
+        self.restarts = 0
+        self.phases: list[tuple[str, int, float]] = []  # (phase, sequences, seconds)
+        self.stopping: list[_Child] = []
+
+    def _jobs_for(self, seqs: list[detector.Seq]) -> int:
+        if self.jobs > 0:
+            return self.jobs
+        cost = sum(detector.estimate_cost(s, self.durations) for s in seqs)
+        # A second process costs a second start-up and collection: only with real work.
+        return 2 if (os.cpu_count() or 1) >= 2 and (cost > 3.0 or len(seqs) > 400) else 1
+
+    def prespawn(self) -> None:
+        """Start one process now, so that its start-up and collection overlap the
+        recording run (there are two cores; the recording run uses one)."""
+        if not self.children:
+            self._spawn()
+
+    def _spawn(self) -> _Child:
+        child = _Child(self.pytest_args, self.work, self.spawned)
+        self.spawned += 1
+        self.children.append(child)
+        return child
+
+    def run(self, phase: str, seqs: list[detector.Seq]) -> None:
+        if not seqs:
+            return
+        t0 = time.perf_counter()
+        try:
+            self._run(phase, seqs)
+        finally:
+            self.phases.append((phase, len(seqs), round(time.perf_counter() - t0, 3)))
+
+    def _run(self, phase: str, seqs: list[detector.Seq]) -> None:
+        while len(self.children) < self._jobs_for(seqs) and self.spawned < 2 + self.restarts:
+            self._spawn()
+        bins: list[dict[int, detector.Seq]] = [{} for _ in self.children]
+        load = [sum(detector.estimate_cost(s, self.durations) for s in c.pending.values())
+                for c in self.children]  # fmt: skip
+        for s in seqs:
+            i = load.index(min(load))
+            bins[i][self.next_id] = s
+            self.next_id += 1
+            load[i] += detector.estimate_cost(s, self.durations)
+        for child, chunk in zip(self.children, bins, strict=True):
+            if chunk:
+                child.submit(chunk)
+        total = len(seqs)
+        done = 0
+        try:
+            while any(c.pending for c in self.children):
+                for child in list(self.children):
+                    done += self._poll(child)
+                self.progress.step(f"confirming ({phase})", done, total, "sequences")
+                time.sleep(0.02)
+        except BaseException:
+            self.close(interrupted=True)
+            raise
+        self.progress.step(f"confirming ({phase})", total, total, "sequences")
+
+    def _poll(self, child: _Child) -> int:
+        rc = child.proc.poll()
+        done = 0
+        for obj in child.read():
+            kind = obj.get("type")
+            sid = obj.get("id")
+            if kind == "start" and isinstance(sid, int):
+                child.started = sid
+            elif kind in ("result", "missing") and isinstance(sid, int) and sid in child.pending:
+                seq = child.pending.pop(sid)
+                if kind == "result":
+                    self._take(seq, obj.get("outcomes", []))
+                child.started = None
+                done += 1
+        if rc is None or not child.pending:
+            if rc is not None:
+                self.children.remove(child)
+            return done
+        self.children.remove(child)
+        if not child.alive_once:
+            self.close(interrupted=True)
+            raise DepsError(
+                f"a confirmation run could not start (exit {rc}): {_error_line(child.log)}"
+            )
+        # The process died with work left: the running sequence killed it.
+        sid = child.started if child.started in child.pending else min(child.pending)
+        seq = child.pending.pop(sid)
+        self.ev.add_crash(seq)
+        self.crashes.append(seq)
+        done += 1
+        self.restarts += 1
+        if child.pending and self.restarts <= _MAX_RESTARTS:
+            self._spawn().submit(child.pending)
+        else:
+            done += len(child.pending)
+        return done
+
+    def close(self, interrupted: bool = False, wait: bool = True) -> None:
+        """Stop the processes; on an interruption, keep the results already written.
+
+        Without ``wait`` the processes are asked to stop and left to finish (their
+        interpreter shutdown takes a while); ``wait()`` joins them later.
+        """
+        for child in self.children:
+            if interrupted:
+                _stop_child(child.proc)
+            elif wait:
+                child.stop()
+            else:
+                child.request_stop()
+                self.stopping.append(child)
+            for obj in child.read():
+                sid = obj.get("id")
+                if obj.get("type") == "result" and isinstance(sid, int) and sid in child.pending:
+                    self._take(child.pending.pop(sid), obj.get("outcomes", []))
+        self.children = []
+
+    def wait(self) -> None:
+        for child in self.stopping:
+            child.stop()
+        self.stopping = []
+
+    def _take(self, seq: detector.Seq, outcomes: list[Any]) -> None:
+        outs = [str(o) for o in outcomes]
+        if len(outs) != len(seq):
+            return
+        self.sequences_run += 1
+        self.executions += len(seq)
+        # Every prefix is a fact: the first test ran alone, the second after the first...
+        for i in range(len(seq)):
+            self.ev.add(seq[: i + 1], outs[i])
+
+
+class _Pairs:
+    """Hands candidates out of the index in priority order and remembers which were tried."""
+
+    def __init__(self, index: detector.CandidateIndex) -> None:
+        self.index = index
+        self.gen = index.ordered()
+        self.tried: list[detector.Candidate] = []
+        self.done: set[tuple[NodeId, NodeId]] = set()
+        self.seqs: set[detector.Seq] = set()
+        self.exhausted = False
+
+    def take(self, executions: float) -> list[detector.Seq]:
+        """New sequences ([B] and [A, B]) for about ``executions`` test runs (at least one
+        candidate while any is left)."""
+        out: list[detector.Seq] = []
+        n = 0
+        while n < executions or not out:
+            cand = next(self.gen, None)
+            if cand is None:
+                self.exhausted = True
+                break
+            if (cand.source, cand.target) in self.done:
+                continue
+            self.done.add((cand.source, cand.target))
+            self.tried.append(cand)
+            n += self._add(cand, out)
+        return out
+
+    def add(self, cands: list[detector.Candidate]) -> list[detector.Seq]:
+        out: list[detector.Seq] = []
+        for cand in cands:
+            self.tried.append(cand)
+            self._add(cand, out)
+        return out
+
+    def _add(self, cand: detector.Candidate, out: list[detector.Seq]) -> int:
+        n = 0
+        for seq in ((cand.target,), (cand.source, cand.target)):
+            if seq not in self.seqs:
+                self.seqs.add(seq)
+                out.append(seq)
+                n += len(seq)
+        return n
+
+
+def _pairs_within(conf: Confirmer, pairs: _Pairs, budget: float | None) -> None:
+    """Try candidates in priority order for ``budget`` seconds of real time; the chunks
+    are sized with the measured cost of a test run (the first one is small)."""
+    t0 = time.perf_counter()
+    per_test = 0.01  # a cautious guess until measured
+    first = True
+    while not pairs.exhausted:
+        remaining = math.inf if budget is None else budget - (time.perf_counter() - t0)
+        if remaining <= 0.05 * (budget or 1.0):
+            break
+        # Chunks of at most 40% of what is left, so that the rate is measured again
+        # before the budget is spent (tests differ in cost).
+        allowed = max(0.4 * remaining / per_test, 50)
+        if first:
+            allowed = min(allowed, 200)
+        chunk = pairs.take(allowed)
+        if not chunk:
+            break
+        before = time.perf_counter()
+        conf.run("pairs", chunk)
+        spent = time.perf_counter() - before
+        n = sum(len(s) for s in chunk)
+        per_test = max(spent / max(n, 1), 0.0005)
+        first = False
+
+
+# ------------------------------------------------------------------------------- main
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser()
+    opts, rest = parser.parse_known_args(args)
+    progress = Progress(opts.quiet)
+    try:
+        return _deps(opts, rest, progress)
+    except DepsError as exc:
+        sys.stderr.write(f"{PROG}: {exc}\n")
+        return exc.code
+
+
+def _check_outputs(opts: argparse.Namespace) -> None:
+    from isolator._graphout import GRAPH_SUFFIXES, dot_available
+
+    if opts.graph:
+        suffix = Path(opts.graph).suffix.lower()
+        if suffix not in GRAPH_SUFFIXES:
+            raise DepsError(f"--graph {opts.graph}: use a .dot, .svg or .html file name")
+        if suffix == ".svg" and not dot_available():
+            raise DepsError(
+                "--graph .svg needs Graphviz `dot`, which is not installed; "
+                "use a .dot or .html file name"
+            )
+    for name in ("output", "graph"):
+        value = getattr(opts, name)
+        if value and Path(value).is_dir():
+            raise DepsError(f"--{name} {value} is a directory")
+    if opts.jobs < 0 or opts.max_cleaners < 0 or opts.budget < 0:
+        raise DepsError("--jobs, --max-cleaners and --budget take non-negative numbers")
+
+
+def _deps(opts: argparse.Namespace, rest: list[str], progress: Progress) -> int:
+    _check_outputs(opts)
+    pytest_args, dropped = filter_pytest_args(rest)
+    if dropped:
+        progress.say("ignoring " + " ".join(dropped) + " (every selected test must run)")
+    work = Path(tempfile.mkdtemp(prefix="isolator-deps-"))
+    try:
+        return _run(opts, pytest_args, work, progress)
+    finally:
+        if opts.keep_work:
+            progress.say(f"work files kept in {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _run(opts: argparse.Namespace, pytest_args: list[str], work: Path, progress: Progress) -> int:
+    t_start = time.perf_counter()
+    progress.say("recording run")
+    ev = detector.Evidence()
+    durations: dict[NodeId, float] = {}
+    conf = Confirmer(pytest_args, work, ev, durations, opts.jobs, progress)
+    try:
+        if not opts.record_only:
+            conf.prespawn()
+        rec = record(pytest_args, work, progress, opts.tracer)
+    except KeyboardInterrupt:
+        conf.close(interrupted=True)
+        sys.stderr.write(f"{PROG}: interrupted during the recording run; nothing stored\n")
+        return 130
+    except BaseException:
+        conf.close(interrupted=True)
+        raise
+    records = [r for r in rec.records if detector.is_known(r.outcome)]
+    if not records:
+        conf.close(interrupted=True)
+        why = _error_line(work / "record-0.log")
+        raise DepsError("the recording run produced no results" + (f": {why}" if why else ""), 1)
+    index = detector.CandidateIndex(records)
+    n_candidates = index.count()
+    progress.say(
+        f"recorded {len(rec.records)} tests in {rec.wall:.1f} s; {n_candidates} candidate pairs"
+    )
+    notes = list(rec.notes)
+    durations.update({r.nodeid: r.duration for r in records})
+    pairs = _Pairs(index)
+    cleaner_seqs: list[detector.Seq] = []
+    interrupted = False
+    t_confirm = time.perf_counter()
+    if opts.record_only:
+        pairs.take(_RECORD_ONLY_SHOWN * 2)
+    elif n_candidates:
+        budget = None if opts.budget == 0 else max(opts.budget * rec.wall, _MIN_BUDGET)
+        try:
+            _pairs_within(conf, pairs, budget)
+            for _ in range(_MAX_ROUNDS):
+                late = budget is not None and time.perf_counter() - t_confirm > 2 * budget
+                extra = [] if late else detector.followers(ev, index, pairs.tried, pairs.done)
+                if extra:
+                    conf.run("more writers of the same state", pairs.add(extra))
+                more = detector.repeat_plan(ev, pairs.tried)
+                if opts.max_cleaners:
+                    cl = detector.cleaner_plan(ev, records, pairs.tried, opts.max_cleaners)
+                    cleaner_seqs += [s for s in cl if s not in cleaner_seqs]
+                    more += cl
+                if not more:
+                    break
+                conf.run("repeats and cleaners", more)
+        except KeyboardInterrupt:
+            interrupted = True
+            conf.close(interrupted=True)
+            notes.append(
+                "interrupted during confirmation: results confirmed before the interruption "
+                "are kept; the rest are candidates"
+            )
+    conf.close(wait=False)  # their shutdown overlaps our output
+    untried = n_candidates - len(pairs.tried)
+    if untried > 0:
+        why = "--record-only" if opts.record_only else "confirmation budget; --budget 0 lifts it"
+        notes.append(f"{untried} candidate pairs were not tried ({why})")
+    confirm_wall = time.perf_counter() - t_confirm
+    for seq in conf.crashes:
+        notes.append("crashed the interpreter, not judged: " + " -> ".join(seq))
+    candidates = pairs.tried
+    graph = detector.build_graph(ev, records, candidates, cleaner_seqs, notes)
+    graph = DependencyGraph(
+        tests=tuple(rec.collected) or graph.tests,
+        dependencies=graph.dependencies,
+        cleaners=graph.cleaners,
+        notes=graph.notes,
+    )
+    stats: dict[str, Any] = dict(detector.counts(ev, records, candidates))
+    stats["candidates"] = n_candidates
+    stats["tried"] = len(candidates)
+    stats.update(
+        {
+            "tests_recorded": len(rec.records),
+            "crashed": rec.crashed,
+            "tracer": rec.backend,
+            "record_seconds": round(rec.wall, 3),
+            "confirm_seconds": round(confirm_wall, 3),
+            "total_seconds": round(time.perf_counter() - t_start, 3),
+            "sequences_run": conf.sequences_run,
+            "phases": [list(p) for p in conf.phases],
+            "test_executions": conf.executions,
+            "not_tried": untried,
+            "interrupted": interrupted,
+            "record_only": bool(opts.record_only),
+        }
+    )
+    try:
+        _emit(opts, graph, ev, records, candidates, stats, rec, progress)
+    finally:
+        conf.wait()
+    if interrupted:
+        sys.stderr.write(
+            f"{PROG}: interrupted; kept {len(graph.confirmed())} confirmed dependencies "
+            f"in {Path(rec.rootdir) / STORE_DIR / DEPS_FILE}\n"
+        )
+        return 130
+    return 0
+
+
+def _emit(
+    opts: argparse.Namespace,
+    graph: DependencyGraph,
+    ev: detector.Evidence,
+    records: list[detector.TestRecord],
+    candidates: list[detector.Candidate],
+    stats: dict[str, Any],
+    rec: Recorded,
+    progress: Progress,
+) -> None:
+    from isolator import _graphout
+
+    statuses = {
+        (f.candidate.source, f.candidate.target): f.status
+        for f in detector.findings(ev, records, candidates)
+    }
+    errors: list[str] = []
+    try:
+        stored = save_graph(rec.rootdir, graph)
+    except (OSError, StoreError) as exc:
+        errors.append(f"cannot store the result in {Path(rec.rootdir) / STORE_DIR}: {exc}")
+        stored = None
+    text_table = _graphout.table(graph, include_candidates=bool(opts.record_only))
+    if opts.format == "json":
+        doc = _graphout.to_json(
+            graph,
+            statuses,
+            {
+                "stats": stats,
+                "candidates": [
+                    {
+                        "source": c.source,
+                        "target": c.target,
+                        "state": list(c.state),
+                        "written_at": list(c.written_at),
+                        "status": statuses.get((c.source, c.target), "candidate"),
+                    }
+                    for c in candidates
+                ],
+            },
+        )
+        text = json.dumps(doc, indent=1) + "\n"
+        if opts.output:
+            _write_text(opts.output, text)
+            sys.stdout.write((text_table or "no confirmed order dependencies") + "\n")
+        else:
+            sys.stdout.write(text)
+    else:
+        out = (text_table or "no confirmed order dependencies") + "\n"
+        if opts.record_only and text_table:
+            out = "candidates (not confirmed, --record-only):\n" + out
+        if opts.output:
+            _write_text(opts.output, out)
+        else:
+            sys.stdout.write(out)
+    if opts.graph:
+        try:
+            _graphout.write_graph(opts.graph, graph)
+        except _graphout.OutputError as exc:
+            errors.append(str(exc))
+    for n in graph.notes:
+        progress.say("note: " + n)
+    progress.say(_graphout.summary(graph, stats)[len(PROG) + 2 :])
+    if stored is not None:
+        progress.say(f"stored in {stored}")
+    if errors:
+        raise DepsError(errors[0], 1)
+
+
+def _write_text(path: str, text: str) -> None:
+    try:
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise DepsError(f"cannot write {path}: {exc.strerror or exc}", 1) from None
+
+
+# ---------------------------------------------------------------------------- explain
+
+
+def find_store(start: Path) -> Path | None:
+    """The nearest ``.isolator/deps.json`` at or above ``start``."""
+    for d in (start, *start.parents):
+        if (d / STORE_DIR / DEPS_FILE).exists():
+            return d
+    return None
+
+
+def explain(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    p = argparse.ArgumentParser(
+        prog="isolator explain",
+        allow_abbrev=False,
+        description="Say why a test depends on other tests, with the shared state, "
+        "from the last `isolator deps` result (.isolator/deps.json).",
+    )
+    p.add_argument("nodeid", metavar="NODEID")
+    p.add_argument("--rootdir", help="where .isolator/ is (default: here or a parent)")
+    opts = p.parse_args(args)
+    from isolator._graphout import explain as explain_text
+
+    root = Path(opts.rootdir) if opts.rootdir else find_store(Path.cwd())
+    if root is None:
+        sys.stderr.write(
+            f"isolator explain: no {STORE_DIR}/{DEPS_FILE} here or in a parent directory; "
+            "run `isolator deps` first\n"
+        )
+        return 2
+    try:
+        graph = load_graph(root)
+    except StoreError as exc:
+        sys.stderr.write(f"isolator explain: {exc}; delete it and run `isolator deps` again\n")
+        return 2
+    nodeid = _resolve(graph, opts.nodeid)
+    if nodeid is None:
+        sys.stderr.write(
+            f"isolator explain: unknown test id {opts.nodeid!r} "
+            f"(not among the {len(graph.tests)} tests in {root / STORE_DIR / DEPS_FILE})\n"
+        )
+        return 2
+    sys.stdout.write(explain_text(graph, nodeid) + "\n")
+    return 0
+
+
+def _resolve(graph: DependencyGraph, given: str) -> NodeId | None:
+    if given in graph.tests:
+        return given
+    # A node id written relative to a subdirectory, or a bare test name: accept a unique
+    # match only.
+    hits = [t for t in graph.tests if t.endswith("/" + given) or t.endswith("::" + given)]
+    return hits[0] if len(hits) == 1 else None

@@ -1,0 +1,521 @@
+"""The pytest side of ``isolator deps``: the recording run and the confirmation runs.
+
+Both modes talk to the ``isolator deps`` command through files only (JSON lines, flushed
+as they are produced, so a crash or Ctrl-C keeps everything finished before it):
+
+* ``--isolator-record=FILE``: a normal run under ``--reset=minimal``; for every test one
+  line ``{"type": "test", nodeid, outcome, duration, reads, writes, touched}`` with the
+  net writes the core recorded (``ACCESS_KEY``) and the reads from the tracer.
+* ``--isolator-plan=PLAN --isolator-plan-out=OUT``: instead of the normal loop, run the
+  plan's sequences of tests in one process.  Inside a sequence the core keeps the state
+  between tests (``keep_state_after``); between sequences it resets.  One line per
+  sequence: ``{"type": "result", "id", "tests", "outcomes"}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import time
+import warnings
+from collections.abc import Generator, Sequence
+from typing import IO, Any
+
+import pytest
+
+RECORD_SCHEMA = "isolator.record/1"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("isolator", "isolator: unit test virtualization")
+    group.addoption("--isolator-record", dest="isolator_record", help=argparse.SUPPRESS)
+    group.addoption("--isolator-plan", dest="isolator_plan", help=argparse.SUPPRESS)
+    group.addoption("--isolator-plan-out", dest="isolator_plan_out", help=argparse.SUPPRESS)
+    group.addoption(
+        "--isolator-tracer",
+        dest="isolator_tracer",
+        default="auto",
+        choices=("auto", "settrace", "none"),
+        help=argparse.SUPPRESS,
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    record = config.getoption("isolator_record", None)
+    plan = config.getoption("isolator_plan", None)
+    if (record or plan) and getattr(config.option, "numprocesses", None) not in (None, 0):
+        # Workers would each run part of the suite; the record needs every test in one
+        # process, in order.
+        raise pytest.UsageError(
+            "isolator deps runs the tests in one process: remove -n/--numprocesses "
+            "(or add -n0 to override it from your configuration)"
+        )
+    if record:
+        config.pluginmanager.register(Recording(config, record), "isolator-deps")
+    elif plan:
+        out = config.getoption("isolator_plan_out", None)
+        if not out:
+            raise pytest.UsageError("--isolator-plan needs --isolator-plan-out=FILE")
+        config.pluginmanager.register(PlanRunner(config, plan, out), "isolator-deps")
+
+
+def outcome_of(reports: Sequence[pytest.TestReport]) -> str:
+    """One word for a test's three phases: passed, failed, error, skipped, xfailed, xpassed."""
+    call = None
+    for rep in reports:
+        if rep.when in ("setup", "teardown") and rep.failed:
+            return "error"
+        if rep.when == "call":
+            call = rep
+    if call is None:
+        for rep in reports:
+            if rep.when == "setup" and rep.skipped:
+                return "xfailed" if hasattr(rep, "wasxfail") else "skipped"
+        return "error" if reports else "missing"
+    if hasattr(call, "wasxfail"):
+        return "xfailed" if call.skipped else "xpassed"
+    return call.outcome
+
+
+# Set by pytest itself in every phase of every test.
+IGNORED_SITES = frozenset({"<env>:PYTEST_CURRENT_TEST"})
+
+
+def _own(sites: Any) -> list[str]:
+    return [s for s in sites if s not in IGNORED_SITES]
+
+
+def _project_files(rootdir: str) -> list[str]:
+    """The source files of the project's modules imported by now (collection imported
+    the tests, their conftests and what they import); modules imported later during a
+    test fall back to the tracer's name-level reads."""
+    from isolator._tracer import is_project_path
+
+    root = os.path.join(os.path.abspath(rootdir), "")
+    out: list[str] = []
+    for mod in list(sys.modules.values()):
+        f = getattr(mod, "__file__", None)
+        if isinstance(f, str) and f.endswith(".py"):
+            f = os.path.abspath(f)
+            if is_project_path(f, root) and f not in out:
+                out.append(f)
+    return sorted(out)
+
+
+def _scoped_fixturedefs(item: pytest.Item) -> list[Any]:
+    """The higher-scoped fixture definitions a test uses (private pytest API, guarded)."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = getattr(info, "name2fixturedefs", None)
+    if not isinstance(defs, dict):
+        return []
+    out = []
+    for name in getattr(item, "fixturenames", ()):
+        fds = defs.get(name)
+        if fds:
+            fd = fds[-1]
+            if getattr(fd, "scope", "function") != "function":
+                out.append(fd)
+    return out
+
+
+class _AliveFixtures:
+    """Higher-scoped fixtures set up since the last full teardown, and where they live.
+
+    ``fds``: [(fixturedef, scope, node id of the module/class/package they belong to)]
+    """
+
+    def __init__(self) -> None:
+        self.fds: list[tuple[Any, str, str]] = []
+
+    def add(self, item: pytest.Item) -> None:
+        for fd in _scoped_fixturedefs(item):
+            func = getattr(fd, "func", None)
+            if str(getattr(func, "__module__", "")).startswith("_pytest"):
+                continue  # tmp_path_factory and friends hold no test state
+            scope = str(getattr(fd, "scope", "session"))
+            key = _scope_node(item.nodeid, scope)
+            if not any(f is fd and k == key for f, _s, k in self.fds):
+                self.fds.append((fd, scope, key))
+
+    def clear(self) -> None:
+        self.fds.clear()
+
+    def must_tear_down_for(self, nxt: pytest.Item) -> bool:
+        """Would a fixture the next test does not use stay alive for it?"""
+        uses = _scoped_fixturedefs(nxt)
+        for fd, scope, key in self.fds:
+            if any(u is fd for u in uses):
+                continue
+            if scope == "session" or _inside(nxt.nodeid, key, scope):
+                return True
+        return False
+
+
+def _scope_node(nodeid: str, scope: str) -> str:
+    path, _, rest = nodeid.partition("::")
+    if scope == "module":
+        return path
+    if scope == "class":
+        parts = rest.split("::")
+        return "::".join([path, *parts[:-1]]) if len(parts) > 1 else path
+    if scope == "package":
+        return os.path.dirname(path)
+    return ""
+
+
+def _inside(nodeid: str, key: str, scope: str) -> bool:
+    if scope == "package":
+        return nodeid.startswith(key + "/") if key else True
+    return nodeid == key or nodeid.startswith(key + "::")
+
+
+def _open_lines(path: str, mode: str) -> IO[str]:
+    return open(path, mode, encoding="utf-8", buffering=1)  # noqa: SIM115 - lives for the run
+
+
+def _write(f: IO[str], obj: dict[str, Any]) -> None:
+    f.write(json.dumps(obj, separators=(",", ":")) + "\n")
+    f.flush()
+
+
+def _core(config: pytest.Config) -> Any:
+    return config.pluginmanager.get_plugin("isolator-core")
+
+
+class _Reports:
+    """Reports of the test that is running, from ``pytest_runtest_logreport``."""
+
+    def __init__(self) -> None:
+        self.reports: list[pytest.TestReport] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.reports.append(report)
+
+
+class Recording(_Reports):
+    """The recording run: one JSON line per test (see the module docstring)."""
+
+    def __init__(self, config: pytest.Config, path: str) -> None:
+        super().__init__()
+        self.config = config
+        self.file = _open_lines(path, "w")
+        self.tracer: Any = None
+        self.fixture_writes: dict[int, dict[str, str]] = {}
+        self._keep: list[object] = []  # fixturedefs whose id() keys fixture_writes
+        self.t0 = time.perf_counter()
+        self.index = 0
+        _write(
+            self.file,
+            {
+                "type": "header",
+                "schema": RECORD_SCHEMA,
+                "rootdir": str(config.rootpath),
+                "python": sys.version.split()[0],
+                "pid": os.getpid(),
+            },
+        )
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        collect_time = time.perf_counter() - self.t0
+        _write(
+            self.file,
+            {
+                "type": "collected",
+                "tests": [it.nodeid for it in session.items],
+                "collect_time": round(collect_time, 4),
+            },
+        )
+        if session.config.option.collectonly or not session.items:
+            return
+        self.tracer = self._make_tracer()
+        if self.tracer is not None:
+            self.tracer.install()
+
+    def _make_tracer(self) -> Any:
+        prefer = self.config.getoption("isolator_tracer", "auto")
+        if prefer == "none":
+            return None
+        from isolator._tracer import ReadTracer, static_by_filename
+
+        rootdir = str(self.config.rootpath)
+        t0 = time.perf_counter()
+        static: dict[str, Any] = {}
+        note = ""
+        try:
+            analyze_tree = importlib.import_module("isolator.analysis").analyze_tree
+            importmode = self.config.getoption("importmode", "prepend") or "prepend"
+            files = _project_files(rootdir)
+            static = static_by_filename(analyze_tree(files, rootdir, importmode=importmode))
+        except (ImportError, AttributeError):
+            note = "static pass unavailable: reads of module state come from the tracer only"
+        except Exception as exc:  # the user's run must go on without static read sets
+            note = f"static pass failed ({exc.__class__.__name__}: {exc})"
+        tracer = ReadTracer(rootdir, static, prefer="settrace" if prefer == "settrace" else "auto")
+        info: dict[str, Any] = {
+            "type": "tracer",
+            "backend": tracer.backend.name,
+            "static_modules": len(static),
+            "static_time": round(time.perf_counter() - t0, 4),
+        }
+        if note:
+            info["note"] = note
+        _write(self.file, info)
+        return tracer
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> Generator[None, object, object]:
+        # Outermost wrapper: the core's wrapper has stored the net writes when we resume.
+        _write(self.file, {"type": "start", "nodeid": item.nodeid})
+        self.reports = []
+        if self.tracer is not None:
+            self.tracer.begin_test()
+        t0 = time.perf_counter()
+        try:
+            return (yield)
+        finally:
+            self._finish(item, time.perf_counter() - t0)
+
+    def _finish(self, item: pytest.Item, elapsed: float) -> None:
+        from isolator.plugin import ACCESS_KEY
+
+        reads: set[str] = set()
+        touched: dict[str, str] = {}
+        got = None
+        if self.tracer is not None:
+            got = self.tracer.end_test()
+            reads.update(got.reads)
+            touched.update(got.touched)
+        scoped: dict[str, str] = {}
+        for fd in _scoped_fixturedefs(item):
+            for site, where in self.fixture_writes.get(id(fd), {}).items():
+                scoped.setdefault(site, where)
+        writes: dict[str, str] = {}
+        access = item.stash.get(ACCESS_KEY, None)
+        if access is not None:
+            reads.update(access.reads)
+            writes.update(access.writes)
+        if got is not None:
+            from isolator.detector import sites_overlap
+
+            for site, where in writes.items():
+                if not where:
+                    writes[site] = got.locate(site, sites_overlap)
+        duration = sum(r.duration for r in self.reports) or elapsed
+        _write(
+            self.file,
+            {
+                "type": "test",
+                "nodeid": item.nodeid,
+                "index": self.index,
+                "outcome": outcome_of(self.reports),
+                "duration": round(duration, 6),
+                "reads": sorted(_own(reads)),
+                "writes": {k: v for k, v in sorted(writes.items()) if k not in IGNORED_SITES},
+                "scoped_writes": {
+                    k: v for k, v in sorted(scoped.items()) if k not in IGNORED_SITES
+                },
+                "touched": sorted(_own(touched)),
+                "touched_at": {k: v for k, v in sorted(touched.items()) if v},
+                "recorded": access is not None,
+            },
+        )
+        self.index += 1
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(
+        self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
+    ) -> Generator[None, object, object]:
+        # What a higher-scoped fixture writes while it sets up is baseline for the core,
+        # but it may leak past the fixture: every test that uses the fixture becomes a
+        # candidate writer of it (confirmation runs tear such fixtures down in between).
+        tracer = self.tracer
+        if tracer is None or fixturedef.scope == "function":
+            return (yield)
+        before = tracer.touched_now()
+        try:
+            return (yield)
+        finally:
+            new = {k: v for k, v in tracer.touched_now().items() if k not in before}
+            self.fixture_writes[id(fixturedef)] = new
+            self._keep.append(fixturedef)
+
+    def _phase(self) -> Generator[None, object, object]:
+        tracer = self.tracer
+        if tracer is None:
+            return (yield)
+        tracer.resume()
+        try:
+            return (yield)
+        finally:
+            tracer.pause()
+
+    # Innermost wrappers: trace only the fixtures and the test, not pytest's reporting.
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, object, object]:
+        return (yield from self._phase())
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
+        return (yield from self._phase())
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_runtest_teardown(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> Generator[None, object, object]:
+        return (yield from self._phase())
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.tracer is not None:
+            self.tracer.close()
+            self.tracer = None
+        _write(self.file, {"type": "finished", "exitstatus": int(session.exitstatus)})
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.file.close()
+
+
+def _fast_exit() -> None:
+    """End a serving process without interpreter finalization (a second or more with
+    isolator's watched modules): every result is on disk and pytest has cleaned up."""
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(0)
+
+
+def _save_warnings() -> tuple[Any, list[Any]]:
+    return warnings.filters, list(warnings.filters)
+
+
+def _restore_warnings(saved: tuple[Any, list[Any]]) -> None:
+    """Until the core offers ``reset_now()``: the core re-takes its warnings snapshot at
+    the start of every test, so a filter set by the first test of a sequence would
+    outlive the sequence."""
+    obj, items = saved
+    obj[:] = items
+    warnings.filters = obj
+    warnings._filters_mutated()  # type: ignore[attr-defined]
+
+
+class PlanRunner(_Reports):
+    """Runs the plan's sequences (see the module docstring).
+
+    ``--isolator-plan`` names a JSON file ``{"ids": [...], "sequences": [[nodeid...]...]}``,
+    or a directory served until a file ``stop`` appears in it: the plans ``plan-0.json``,
+    ``plan-1.json``... are run as they appear, so that the rounds of a confirmation share
+    one process (one start-up, one collection).
+    """
+
+    def __init__(self, config: pytest.Config, plan_path: str, out_path: str) -> None:
+        super().__init__()
+        self.config = config
+        self.plan_path = plan_path
+        self.serve = os.path.isdir(plan_path)
+        if not self.serve:
+            self._read_plan(plan_path)  # fail early, as a usage error
+        self.out = _open_lines(out_path, "a")
+        self.ran = 0
+        self.parent = os.getppid()
+        if self.serve:
+            # Cleanups run last-registered first: this one runs after all of pytest's.
+            config.add_cleanup(_fast_exit)
+
+    @staticmethod
+    def _read_plan(path: str) -> list[tuple[int, list[str]]]:
+        try:
+            with open(path, encoding="utf-8") as f:
+                plan = json.load(f)
+            seqs = [[str(t) for t in seq] for seq in plan["sequences"]]
+            ids = [int(i) for i in plan.get("ids", range(len(seqs)))]
+            return list(zip(ids, seqs, strict=True))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise pytest.UsageError(f"isolator: cannot read plan {path}: {exc}") from None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        if session.config.option.collectonly:
+            return True
+        items = {it.nodeid: it for it in session.items}
+        if not self.serve:
+            self._run_plan(self._read_plan(self.plan_path), items)
+            return True
+        k = 0
+        while True:
+            path = os.path.join(self.plan_path, f"plan-{k}.json")
+            if os.path.exists(path):
+                self._run_plan(self._read_plan(path), items)
+                _write(self.out, {"type": "idle", "plan": k})
+                k += 1
+            elif os.path.exists(os.path.join(self.plan_path, "stop")):
+                break
+            elif os.getppid() != self.parent:  # the command died: do not linger
+                break
+            else:
+                time.sleep(0.01)
+        return True
+
+    def _run_plan(self, plan: list[tuple[int, list[str]]], items: dict[str, pytest.Item]) -> None:
+        core = _core(self.config)
+        keep: set[str] = getattr(core, "keep_state_after", set())
+        reset_now = getattr(core, "reset_now", None)
+        runnable = []
+        for sid, seq in plan:
+            missing = [t for t in seq if t not in items]
+            if missing:
+                _write(self.out, {"type": "missing", "id": sid, "tests": seq, "missing": missing})
+            else:
+                runnable.append((sid, seq))
+        alive = _AliveFixtures()
+        for k, (sid, seq) in enumerate(runnable):
+            _write(self.out, {"type": "start", "id": sid})
+            saved_warnings = _save_warnings()
+            outcomes: list[str] = []
+            for pos, nodeid in enumerate(seq):
+                item = items[nodeid]
+                alive.add(item)
+                last = pos == len(seq) - 1
+                if not last:
+                    nextitem: pytest.Item | None = items[seq[pos + 1]]
+                else:
+                    # The next sequence must start as in a fresh process: keep the
+                    # higher-scoped fixtures it will use anyway, tear down the rest.
+                    following = items[runnable[k + 1][1][0]] if k + 1 < len(runnable) else None
+                    if following is None or alive.must_tear_down_for(following):
+                        nextitem = None
+                        alive.clear()
+                    else:
+                        nextitem = following
+                if not last:
+                    keep.add(nodeid)
+                self.reports = []
+                item._report_sections = []  # grows with every rerun otherwise
+                try:
+                    item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+                finally:
+                    if not last:
+                        keep.discard(nodeid)
+                outcomes.append(outcome_of(self.reports))
+            if callable(reset_now):
+                reset_now()
+            else:
+                _restore_warnings(saved_warnings)
+            _write(self.out, {"type": "result", "id": sid, "tests": seq, "outcomes": outcomes})
+            self.ran += 1
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        # Failures are the data here, not a problem of the run.
+        if session.exitstatus == pytest.ExitCode.TESTS_FAILED:
+            session.exitstatus = pytest.ExitCode.OK
+        _write(self.out, {"type": "finished", "ran": self.ran})
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.out.close()

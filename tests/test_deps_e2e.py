@@ -1,0 +1,333 @@
+"""``isolator deps`` and ``isolator explain`` end to end: real pytest child processes on
+copies of data suites (the statekinds suite, small suites written here, and, marked slow,
+the real six and parso suites)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import _orders
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+STATEKINDS = ROOT / "tests" / "data" / "statekinds"
+EXPERIMENTS = ROOT / "experiments"
+ISOLATOR = [sys.executable, "-m", "isolator"]
+# The child runs must not shuffle, nor write a cache into the copies.
+QUIET = ["-p", "no:randomly", "-p", "no:cacheprovider"]
+
+
+def isolator(
+    cwd: Path, *args: str, timeout: float = 300, exe: list[str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*(exe or ISOLATOR), *args],
+        cwd=cwd,
+        env=_orders.clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def no_traceback(proc: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stdout, proc.stdout
+
+
+def write_suite(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    (root / "pytest.ini").write_text("[pytest]\npythonpath = .\n", encoding="utf-8")
+    return root
+
+
+# ----------------------------------------------------------------------- statekinds suite
+
+
+def _normalize(site: str, root: Path) -> str:
+    """<file> sites of the copy, relative to its root as in EXPECTED.json."""
+    prefix = f"<file>:{root}/"
+    return "<file>:" + site[len(prefix) :] if site.startswith(prefix) else site
+
+
+def test_statekinds_every_planted_dependency_is_found_confirmed_and_named(
+    tmp_path: Path,
+) -> None:
+    expected = json.loads((STATEKINDS / "EXPECTED.json").read_text())
+    suite = _orders.fresh_copy(STATEKINDS, tmp_path)
+    proc = isolator(
+        suite, "deps", "--budget", "0", "--format", "json", "--output", "deps.json",
+        "--graph", "deps.html",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    no_traceback(proc)
+    doc = json.loads((suite / "deps.json").read_text())
+    assert doc["schema"] == "isolator.deps/1"
+    confirmed = {(d["source"], d["target"]): d for d in doc["dependencies"] if d["confirmed"]}
+    cleaners = {(c["polluter"], c["victim"]): c["cleaners"] for c in doc["cleaners"]}
+    problems = []
+    for e in expected["dependencies"]:
+        key = (e["source"], e["target"])
+        d = confirmed.get(key)
+        if d is None:
+            problems.append(f"not confirmed: {key}")
+            continue
+        if d["kind"] != e["kind"]:
+            problems.append(f"{key}: kind {d['kind']} instead of {e['kind']}")
+        sites = [_normalize(s, suite) for s in d["state"]]
+        if not any(s.startswith(e["state_object"]) for s in sites):
+            problems.append(f"{key}: state {sites}, expected {e['state_object']}")
+        if e["kind"] == "polluter" and sorted(cleaners.get(key, [])) != sorted(e["cleaners"]):
+            problems.append(f"{key}: cleaners {cleaners.get(key)} instead of {e['cleaners']}")
+    planted = {(e["source"], e["target"]) for e in expected["dependencies"]}
+    problems += [f"confirmed but not planted: {k}" for k in confirmed if k not in planted]
+    for a, b in expected["independent"]:
+        if (a, b) in confirmed or (b, a) in confirmed:
+            problems.append(f"independent tests linked: {a} {b}")
+    assert not problems, "\n".join(problems)
+    # The table names every victim and brittle test; the result is stored for explain.
+    for e in expected["dependencies"]:
+        assert e["target"] in proc.stdout
+    stored = json.loads((suite / ".isolator" / "deps.json").read_text())
+    assert {(d["source"], d["target"]) for d in stored["dependencies"] if d["confirmed"]} == set(
+        confirmed
+    )
+    page = (suite / "deps.html").read_text()
+    assert "<svg" in page and "test_usd_rate" in page
+    why = isolator(suite, "explain", "tests/test_caches.py::test_usd_rate")
+    assert why.returncode == 0
+    assert "test_rate_override_during_refresh" in why.stdout
+    assert "sk_app.rates:get_rate" in why.stdout and "test_refresh_rates" in why.stdout
+
+
+# ---------------------------------------------------------------------------- small suites
+
+SMALL = {
+    "app.py": """
+        SETTINGS = {"mode": "safe", "level": 1}
+
+        def reset():
+            SETTINGS.clear()
+            SETTINGS.update({"mode": "safe", "level": 1})
+    """,
+    "tests/test_small.py": """
+        import os
+
+        import app
+
+        def test_victim():
+            assert app.SETTINGS["mode"] == "safe"
+
+        def test_level_reader():
+            assert app.SETTINGS["level"] == 1
+
+        def test_polluter():
+            app.SETTINGS["mode"] = "fast"
+
+        def test_cleaner():
+            app.reset()
+
+        def test_brittle():
+            assert os.environ.get("SMALL_FLAG") == "on"
+
+        def test_setter():
+            os.environ["SMALL_FLAG"] = "on"
+
+        def test_crash():
+            os._exit(3)
+    """,
+}
+
+
+def test_small_suite_with_a_crash_dot_graph_explain_and_record_only(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path / "small", SMALL)
+    proc = isolator(suite, "deps", "--graph", "g.dot", "--format", "json", "--output",
+                    "o.json", *QUIET)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    no_traceback(proc)
+    assert "tests/test_small.py::test_crash crashed the interpreter" in proc.stderr
+    doc = json.loads((suite / "o.json").read_text())
+    edges = {(d["source"].split("::")[1], d["target"].split("::")[1], d["kind"])
+             for d in doc["dependencies"] if d["confirmed"]}  # fmt: skip
+    assert edges == {
+        ("test_polluter", "test_victim", "polluter"),
+        ("test_setter", "test_brittle", "state-setter"),
+    }
+    (cl,) = doc["cleaners"]
+    assert cl["cleaners"] == ["tests/test_small.py::test_cleaner"]
+    victim = next(d for d in doc["dependencies"] if d["target"].endswith("test_victim"))
+    assert victim["state"] == ["app:SETTINGS['mode']"]
+    assert victim["written_at"] == ["tests/test_small.py:13"]
+    assert doc["stats"]["crashed"] == ["tests/test_small.py::test_crash"]
+    # Table on stdout, graph file, stored result, explain.
+    assert "tests/test_small.py::test_victim (victim)" in proc.stdout
+    assert (
+        '"tests/test_small.py::test_polluter" -> "tests/test_small.py::test_victim"'
+        in (suite / "g.dot").read_text()
+    )
+    why = isolator(suite, "explain", "tests/test_small.py::test_victim")
+    assert why.returncode == 0
+    assert "fails after tests/test_small.py::test_polluter" in why.stdout
+    assert "app:SETTINGS['mode'] (written at tests/test_small.py:13)" in why.stdout
+    assert "tests/test_small.py::test_cleaner" in why.stdout
+    # --record-only: candidates, no confirmation runs.
+    cheap = isolator(suite, "deps", "--record-only", *QUIET)
+    assert cheap.returncode == 0, cheap.stderr
+    assert "candidates (not confirmed, --record-only)" in cheap.stdout
+    assert "test_polluter (candidate)" in cheap.stdout
+
+
+def test_unknown_node_id_is_a_one_line_error(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path / "small", SMALL)
+    proc = isolator(suite, "deps", "tests/test_small.py::test_nope", *QUIET)
+    assert proc.returncode == 2
+    no_traceback(proc)
+    lines = [ln for ln in proc.stderr.splitlines() if not ln.startswith("isolator deps: rec")]
+    assert len(lines) == 1 and "test_nope" in lines[0], proc.stderr
+    assert not (suite / ".isolator" / "deps.json").exists()
+
+
+CTRL_C = {
+    "tests/test_ctrl_c.py": """
+        import os
+        import time
+
+        def test_polluter():
+            os.environ["CTRLC_FLAG"] = "1"
+
+        def test_victim():
+            assert "CTRLC_FLAG" not in os.environ
+
+        def test_slow_cleaner():
+            # Slow only once the harness asks for it (after the recording run).
+            if os.path.exists(os.environ["CTRLC_SLOW"]):
+                open(os.environ["CTRLC_MARKER"], "w").close()
+                time.sleep(120)
+            try:
+                del os.environ["CTRLC_FLAG"]
+            except KeyError:
+                pass
+    """,
+}
+
+
+def test_ctrl_c_during_confirmation_keeps_what_was_confirmed(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path / "ctrlc", CTRL_C)
+    slow, marker = tmp_path / "slow", tmp_path / "marker"
+    env = _orders.clean_env()
+    env.update(CTRLC_SLOW=str(slow), CTRLC_MARKER=str(marker))
+    proc = subprocess.Popen(
+        [*ISOLATOR, "deps", "--jobs", "1", *QUIET],
+        cwd=suite,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        assert proc.stderr is not None
+        for line in proc.stderr:  # wait for the end of the recording run
+            if "candidate pairs" in line or time.monotonic() > deadline:
+                break
+        slow.touch()
+        # The pair is run, then run again; the cleaner trial comes after and hangs.
+        while not marker.exists():
+            assert time.monotonic() < deadline, "the cleaner trial never started"
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert "interrupted; kept 1 confirmed dependencies" in err
+    stored = json.loads((suite / ".isolator" / "deps.json").read_text())
+    confirmed = [(d["source"], d["target"]) for d in stored["dependencies"] if d["confirmed"]]
+    assert confirmed == [
+        ("tests/test_ctrl_c.py::test_polluter", "tests/test_ctrl_c.py::test_victim")
+    ]
+    assert "tests/test_ctrl_c.py::test_victim (victim)" in out
+
+
+# ----------------------------------------------------------------------------- real suites
+
+
+def _suites() -> ModuleType:
+    if "suites" in sys.modules:
+        return sys.modules["suites"]
+    spec = importlib.util.spec_from_file_location("suites", EXPERIMENTS / "suites.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["suites"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _real_suite(name: str, tmp_path: Path) -> tuple[Any, Path]:
+    suites = _suites()
+    try:
+        info = suites.prepare(name)
+    except suites.SuiteUnavailable as exc:
+        pytest.skip(str(exc))
+    # Work on a copy of the sources: the result is stored in the copy's .isolator/.
+    dest = tmp_path / name
+    shutil.copytree(
+        info.path, dest, ignore=shutil.ignore_patterns(".venv", "*.egg-info", "__pycache__",
+                                                      ".isolator", ".pytest_cache")
+    )  # fmt: skip
+    return info, dest
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "polluter", "victim", "with_cleaners"),
+    [
+        ("six", "test_six.py::test_move_items[html_parser]", "test_six.py::test_lazy", False),
+        (
+            "parso",
+            "test/test_diff_parser.py::test_change_and_undo",
+            "test/test_diff_parser.py::test_simple",
+            True,
+        ),
+    ],
+)
+def test_real_suite_dependency_is_found(
+    tmp_path: Path, name: str, polluter: str, victim: str, with_cleaners: bool
+) -> None:
+    info, dest = _real_suite(name, tmp_path)
+    proc = subprocess.run(
+        [str(info.bin_dir / "isolator"), "deps", "--format", "json", "--output", "o.json",
+         *info.pytest_args],
+        cwd=dest,
+        env=info.env(),
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads((dest / "o.json").read_text())
+    found = {(d["source"], d["target"]) for d in doc["dependencies"] if d["confirmed"]}
+    assert (polluter, victim) in found, proc.stderr[-3000:]
+    if with_cleaners:
+        cl = {(c["polluter"], c["victim"]): c["cleaners"] for c in doc["cleaners"]}
+        assert cl.get((polluter, victim)), doc["cleaners"]
+    assert f"{victim} (victim)" in proc.stdout
+    assert os.path.exists(dest / ".isolator" / "deps.json")

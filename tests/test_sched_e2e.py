@@ -1,0 +1,406 @@
+"""The scheduler end to end: real pytest runs of ``tests/data/sched_suite`` with its
+dependency graph, under random orders, selection, pytest-xdist and execnet gateways, each
+compared with plain pytest on the same suite."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from isolator._store import save_graph
+from isolator._types import Cleaners, Dependency, DependencyGraph
+
+DATA = Path(__file__).parent / "data"
+SUITE = DATA / "sched_suite"
+DRIVER = DATA / "sched_driver.py"
+T = "tests/"
+S_CURRENCY = T + "test_a_setup.py::test_configure_currency"
+S_TAX = T + "test_a_setup.py::test_configure_tax"
+B_EUR = T + "test_pricing.py::test_price_in_eur"
+B_TAX = T + "test_pricing.py::test_price_with_tax"
+V_NOTAX = T + "test_0_defaults.py::test_no_tax_by_default"
+REGISTER = T + "test_registry.py::test_register_plugin"
+ENABLE = T + "test_registry.py::test_enable_plugin"
+ENABLED = T + "test_registry.py::test_plugin_enabled"
+P_DEBUG = T + "test_flags.py::test_turn_on_debug"
+C_DEBUG = T + "test_flags.py::test_reset_debug"
+V_QUIET = T + "test_output.py::test_quiet_output"
+P_MODE = T + "test_env.py::test_sets_mode"
+V_MODE = T + "test_env.py::test_default_mode"
+N_TESTS = 38
+
+# What `isolator deps` finds on this suite (written by hand until the detector's e2e run).
+DEPS = (
+    Dependency("state-setter", S_CURRENCY, B_EUR, ("shopcfg:SETTINGS['currency']",), True),
+    Dependency("state-setter", S_TAX, B_TAX, ("shopcfg:SETTINGS['tax']",), True),
+    Dependency("polluter", S_TAX, V_NOTAX, ("shopcfg:SETTINGS['tax']",), True),
+    Dependency("state-setter", REGISTER, ENABLE, ("shopcfg:PLUGINS['audit']",), True),
+    Dependency("state-setter", ENABLE, ENABLED, ("shopcfg:PLUGINS['audit']",), True),
+    Dependency("polluter", P_DEBUG, V_QUIET, ("shopcfg:FLAGS['debug']",), True),
+    Dependency("polluter", P_MODE, V_MODE, ("<env>:SHOP_MODE",), True),
+)
+CLEANERS = (Cleaners(P_DEBUG, V_QUIET, (C_DEBUG,)),)
+# Tests whose outcome depends on the order: the only ones allowed to fail in plain runs.
+ORDER_DEPENDENT = {B_EUR, B_TAX, V_NOTAX, ENABLE, ENABLED, V_QUIET, V_MODE}
+CHAINS = [[S_CURRENCY, B_EUR], [S_TAX, B_TAX], [REGISTER, ENABLE, ENABLED]]
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "SHOP_"))}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def run(suite: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *args],
+        cwd=suite,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def drive(suite: Path, runs: list[list[str]], name: str) -> list[dict[str, Any]]:
+    """Many pytest runs in one process (tests/data/sched_driver.py)."""
+    runs_file = suite / f"{name}.runs.json"
+    out_file = suite / f"{name}.out.json"
+    runs_file.write_text(json.dumps(runs))
+    proc = subprocess.run(
+        [sys.executable, str(DRIVER), str(runs_file), str(out_file)],
+        cwd=suite,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result: list[dict[str, Any]] = json.loads(out_file.read_text())
+    return result
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    dest = tmp_path_factory.mktemp("sched") / "suite"
+    shutil.copytree(SUITE, dest, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    proc = run(dest, "--collect-only", "-q", "-p", "no:isolator", "-p", "no:randomly")
+    tests = tuple(line for line in proc.stdout.splitlines() if "::" in line)
+    assert len(tests) == N_TESTS, proc.stdout
+    save_graph(dest, DependencyGraph(tests=tests, dependencies=DEPS, cleaners=CLEANERS))
+    return dest
+
+
+@pytest.fixture
+def suite(template: Path, tmp_path: Path) -> Path:
+    dest = tmp_path / "suite"
+    shutil.copytree(template, dest)
+    return dest
+
+
+def summary(out: str) -> str:
+    """The 'isolator order' section of a pytest run's output."""
+    m = re.search(r"=+ isolator order =+\n(.*?)(?:\n=+ |\Z)", out, re.S)
+    assert m, out
+    return m.group(1)
+
+
+def per_worker_sequences(out: str) -> dict[str, list[str]]:
+    """Execution order per xdist worker, from ``-v`` output (``[gw0] [ 5%] PASSED id``)."""
+    seqs: dict[str, list[str]] = {}
+    for m in re.finditer(r"^\[(gw\d+)\] \[\s*\d+%\] (?:PASSED|FAILED|ERROR) (\S+)", out, re.M):
+        seqs.setdefault(m.group(1), []).append(m.group(2))
+    return seqs
+
+
+def assert_chains_kept(seqs: dict[str, list[str]]) -> None:
+    for chain in CHAINS:
+        holders = [w for w, seq in seqs.items() if chain[0] in seq]
+        assert len(holders) == 1
+        seq = seqs[holders[0]]
+        i = seq.index(chain[0])
+        assert seq[i : i + len(chain)] == chain, (chain, seq)
+    for victim, polluter in ((V_QUIET, P_DEBUG), (V_MODE, P_MODE), (V_NOTAX, S_TAX)):
+        for seq in seqs.values():
+            if victim in seq and polluter in seq:
+                assert seq.index(victim) < seq.index(polluter) or (
+                    victim == V_QUIET and C_DEBUG in seq[seq.index(polluter) : seq.index(victim)]
+                )
+
+
+# -- 1. twenty seeds, serial and -n 2, isolator vs plain -----------------------------------
+
+
+def test_twenty_seeds_serial_and_xdist_keep_dependencies(template: Path) -> None:
+    base = ["-qq", "-p", "no:cacheprovider"]
+    seeds = range(1, 21)
+
+    def iso(seed: int, *extra: str) -> list[str]:
+        # Half the seeds through pytest-randomly's shuffle, half through --order=random.
+        if seed % 2:
+            return [*base, "-p", "randomly", f"--randomly-seed={seed}", *extra]
+        return [*base, "-p", "no:randomly", "--order=random", f"--seed={seed}", *extra]
+
+    def plain(seed: int, *extra: str) -> list[str]:
+        return [*base, "-p", "no:isolator", "-p", "randomly", f"--randomly-seed={seed}", *extra]
+
+    xdist = ("-n", "2", "--dist", "load")
+    jobs = {
+        "iso": [iso(s) for s in seeds] + [iso(s, *xdist) for s in seeds],
+        "plain": [plain(s) for s in seeds] + [plain(s, *xdist) for s in seeds],
+    }
+    with ThreadPoolExecutor(2) as pool:
+        futures = {k: pool.submit(drive, template, runs, k) for k, runs in jobs.items()}
+        results = {k: f.result() for k, f in futures.items()}
+
+    for r in results["iso"]:
+        assert (r["exit"], r["failed"], r["passed"]) == (0, [], N_TESTS), r
+    serial, parallel = results["plain"][:20], results["plain"][20:]
+    for label, rs in (("serial", serial), ("-n 2", parallel)):
+        failing = [r for r in rs if r["failed"]]
+        assert len(failing) >= 10, f"plain {label}: only {len(failing)}/20 runs failed"
+        for r in failing:
+            assert set(r["failed"]) <= ORDER_DEPENDENT, r
+            assert r["passed"] + len(r["failed"]) == N_TESTS
+
+
+def test_xdist_runs_chains_on_one_worker_in_order(suite: Path) -> None:
+    proc = run(suite, "-v", "-p", "no:randomly", "--order=random", "--seed=11", "-n", "2")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    seqs = per_worker_sequences(proc.stdout)
+    assert set(seqs) == {"gw0", "gw1"} and sum(map(len, seqs.values())) == N_TESTS
+    assert_chains_kept(seqs)
+    text = summary(proc.stdout)
+    assert "order: random (seed 11)" in text
+    assert re.search(r"gw\d: chain tests/test_registry.py::test_register_plugin -> ", text)
+
+
+# -- 2. selection pulls in setters ---------------------------------------------------------
+
+
+def test_k_selection_pulls_in_the_setters(suite: Path) -> None:
+    iso = run(suite, "-p", "no:randomly", "-k", "test_plugin_enabled")
+    assert iso.returncode == 0, iso.stdout[-2000:]
+    assert "3 passed, 35 deselected" in iso.stdout
+    text = summary(iso.stdout)
+    assert f"pulled in {ENABLE} (state-setter of {ENABLED})" in text
+    assert f"pulled in {REGISTER} (state-setter of {ENABLE})" in text
+
+    plain = run(suite, "-p", "no:randomly", "-p", "no:isolator", "-k", "test_plugin_enabled")
+    assert plain.returncode == 1
+    assert "1 failed, 37 deselected" in plain.stdout
+
+
+def test_node_id_selection_pulls_in_setters_from_other_files(suite: Path) -> None:
+    iso = run(suite, "-p", "no:randomly", "-v", B_TAX)
+    assert iso.returncode == 0, iso.stdout[-2000:]
+    assert iso.stdout.index(f"{S_TAX} PASSED") < iso.stdout.index(f"{B_TAX} PASSED")
+    assert f"pulled in {S_TAX}" in summary(iso.stdout)
+    plain = run(suite, "-p", "no:randomly", "-p", "no:isolator", B_TAX)
+    assert plain.returncode == 1
+
+
+def test_last_failed_pulls_in_setters(suite: Path) -> None:
+    first = run(suite, "-p", "no:isolator", "-p", "randomly", "--randomly-seed=3")
+    assert first.returncode == 1
+    lf = run(suite, "-p", "no:randomly", "--lf", "-v")
+    assert lf.returncode == 0, lf.stdout[-3000:]
+    assert "run-last-failure: rerun previous" in lf.stdout
+    text = summary(lf.stdout)
+    assert "pulled in" in text
+    for line in text.splitlines():
+        if line.startswith("pulled in "):
+            nodeid = line.split()[2]
+            assert f"{nodeid} PASSED" in lf.stdout
+
+
+def test_k_selection_under_xdist(suite: Path) -> None:
+    proc = run(suite, "-p", "no:randomly", "-k", "price_in_eur or plugin_enabled", "-n", "2")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "5 passed" in proc.stdout
+    assert f"pulled in {S_CURRENCY}" in summary(proc.stdout)
+
+
+# -- 3. execnet gateways --------------------------------------------------------------------
+
+
+def test_two_popen_gateways(suite: Path) -> None:
+    proc = run(suite, "-v", "-p", "no:randomly", "--order=reverse", "-d", "--tx", "2*popen")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    seqs = per_worker_sequences(proc.stdout)
+    assert len(seqs) == 2
+    assert_chains_kept(seqs)
+
+
+@pytest.fixture
+def socket_gateways() -> Iterator[list[int]]:
+    """Two execnet socket servers on 127.0.0.1 (random ports), killed after the test."""
+    spec = importlib.util.find_spec("execnet.script.socketserver")
+    assert spec is not None and spec.origin is not None
+    script = spec.origin
+    limit = ["timeout", "120"] if shutil.which("timeout") else []
+    procs = [
+        subprocess.Popen(
+            [*limit, sys.executable, "-u", script, "127.0.0.1:0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=_env(),
+        )
+        for _ in range(2)
+    ]
+    try:
+        ports = []
+        deadline = time.monotonic() + 30
+        for p in procs:
+            assert p.stdout is not None
+            while time.monotonic() < deadline:
+                line = p.stdout.readline()
+                m = re.search(r"Entering Accept loop \('127\.0\.0\.1', (\d+)\)", line)
+                if m:
+                    ports.append(int(m.group(1)))
+                    break
+                assert line, "socket server exited"
+        assert len(ports) == 2
+        yield ports
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait(timeout=10)
+            if p.stdout is not None:
+                p.stdout.close()
+
+
+def test_socket_gateways(suite: Path, socket_gateways: list[int]) -> None:
+    tx = [
+        a for port in socket_gateways for a in ("--tx", f"socket=127.0.0.1:{port}//chdir={suite}")
+    ]
+    proc = run(suite, "-v", "-p", "no:randomly", "--order=random", "--seed=5", "-d", *tx)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    seqs = per_worker_sequences(proc.stdout)
+    assert len(seqs) == 2 and sum(map(len, seqs.values())) == N_TESTS
+    assert_chains_kept(seqs)
+    assert "chain" in summary(proc.stdout)
+
+
+# -- reset modes ----------------------------------------------------------------------------
+
+
+def test_minimal_reset_keeps_state_along_chains(suite: Path) -> None:
+    for seed in (1, 2):
+        proc = run(suite, "-p", "isolator", "--reset=minimal", "-p", "no:randomly",
+                   "--order=random", f"--seed={seed}")  # fmt: skip
+        assert proc.returncode == 0, proc.stdout[-3000:]
+        assert f"{N_TESTS} passed" in proc.stdout
+        assert "reset=minimal" in summary(proc.stdout)
+    # Control: without the graph the resetter undoes each setter's state, brittles fail.
+    (suite / ".isolator" / "deps.json").unlink()
+    proc = run(suite, "-p", "isolator", "--reset=minimal", "-p", "no:randomly")
+    assert proc.returncode == 1
+    assert "test_price_in_eur" in proc.stdout
+
+
+# -- orders ---------------------------------------------------------------------------------
+
+
+def collected(proc: subprocess.CompletedProcess[str]) -> list[str]:
+    return [line for line in proc.stdout.splitlines() if "::" in line and " " not in line]
+
+
+def test_failed_first_respects_setters(suite: Path) -> None:
+    first = run(suite, "-p", "no:isolator", "-p", "randomly", "--randomly-seed=3")
+    assert first.returncode == 1
+    lastfailed = json.loads((suite / ".pytest_cache/v/cache/lastfailed").read_text())
+    order = collected(run(suite, "-p", "no:randomly", "--order=failed-first", "--co", "-q"))
+    assert sorted(order) == sorted(json.loads((suite / ".isolator/deps.json").read_text())["tests"])
+    # Failed tests (with their setters and the victims that must precede those) come
+    # before every independent test.
+    first_independent = min(i for i, t in enumerate(order) if "test_misc" in t)
+    assert max(order.index(t) for t in lastfailed) < first_independent
+    for chain in CHAINS:
+        i = order.index(chain[0])
+        assert order[i : i + len(chain)] == chain
+
+
+def test_changed_first_since_last_run(suite: Path) -> None:
+    assert run(suite, "-p", "no:randomly", "--order=declared").returncode == 0
+    env_file = suite / "tests" / "test_env.py"
+    env_file.write_text(env_file.read_text() + "\n# edited\n")
+    proc = run(suite, "-p", "no:randomly", "--order=changed-first", "--co", "-q")
+    assert collected(proc)[:2] == [V_MODE, P_MODE]
+    assert "changed-first: 2 test(s) cover changed files" in summary(proc.stdout)
+
+
+def test_changed_first_since_git_ref(suite: Path) -> None:
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=suite, check=True, capture_output=True)
+
+    git("init", "-q")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "base")
+    (suite / "shopcfg.py").write_text((suite / "shopcfg.py").read_text() + "\n# edited\n")
+    proc = run(suite, "-p", "no:randomly", "--changed-since=HEAD", "--co", "-q")
+    order = collected(proc)
+    # Every test that imports shopcfg comes before the ones that do not.
+    untouched = [i for i, t in enumerate(order) if "test_env" in t or "test_misc" in t]
+    assert untouched == list(range(len(order) - len(untouched), len(order)))
+    assert "changed-first: 11 test(s) cover changed files" in summary(proc.stdout)
+
+    bad = run(suite, "--changed-since=no-such-ref", "--co", "-q")
+    assert bad.returncode == 4
+    err = [line for line in bad.stderr.splitlines() if line.strip()]
+    assert len(err) == 1 and "--changed-since no-such-ref" in err[0], bad.stderr
+
+
+def test_explain_order_lists_every_decision(suite: Path) -> None:
+    proc = run(suite, "-p", "no:randomly", "--order=reverse", "--explain-order")
+    assert proc.returncode == 0
+    text = summary(proc.stdout)
+    assert f"chain (no reset between): {REGISTER} -> {ENABLE} -> {ENABLED}" in text
+    assert f"victim {V_MODE} before polluter {P_MODE}" in text
+    assert "--explain-order lists them" not in text
+
+
+# -- 5. bad input ---------------------------------------------------------------------------
+
+
+def test_stale_graph_warns_and_falls_back(suite: Path) -> None:
+    setup = suite / "tests" / "test_a_setup.py"
+    setup.write_text(setup.read_text().replace("test_configure_currency", "test_set_currency"))
+    out = suite / "tests" / "test_output.py"
+    out.write_text(out.read_text() + "\n\ndef test_new_one():\n    pass\n")
+    for extra in ((), ("-n", "2")):
+        proc = run(suite, "-p", "no:randomly", "--order=random", "--seed=2", *extra)
+        assert "Traceback" not in proc.stdout + proc.stderr
+        text = summary(proc.stdout)
+        assert "stale dependency graph: 2 collected test(s) not in deps.json" in text
+        assert "test_configure_currency); their partners keep their declared order" in text
+        # The renamed setter and its brittle test keep their declared order: both pass.
+        assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+def test_corrupt_graph_is_one_warning_line(suite: Path) -> None:
+    (suite / ".isolator" / "deps.json").write_text("{{{")
+    proc = run(suite, "-p", "no:randomly")
+    assert proc.returncode == 0
+    lines = [line for line in proc.stdout.splitlines() if "deps.json" in line]
+    assert lines and all("unreadable or corrupt" in line for line in lines)
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_bad_order_option_is_a_usage_error(suite: Path) -> None:
+    proc = run(suite, "--order=sideways")
+    assert proc.returncode == 4
+    assert "invalid choice: 'sideways'" in proc.stderr

@@ -1,0 +1,312 @@
+"""The pure scheduler (constraints, orders, repair, work units) and the xdist scheduling
+protocol against fake worker nodes."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from isolator import scheduler
+from isolator._types import Cleaners, Dependency, DependencyGraph
+from isolator._xdist import DependencyScheduling
+
+
+def setter(s: str, b: str, confirmed: bool = True) -> Dependency:
+    return Dependency("state-setter", s, b, ("m:X",), confirmed)
+
+
+def polluter(p: str, v: str) -> Dependency:
+    return Dependency("polluter", p, v, ("m:Y",), True)
+
+
+def graph(*deps: Dependency, tests: tuple[str, ...] = (), cleaners: Any = ()) -> DependencyGraph:
+    return DependencyGraph(tests=tests, dependencies=deps, cleaners=cleaners)
+
+
+TESTS = [f"t{i}" for i in range(8)]
+
+
+# -- constraints -----------------------------------------------------------------------------
+
+
+def test_setter_edges_always_polluter_edges_only_without_reset() -> None:
+    g = graph(setter("t5", "t1"), polluter("t0", "t3"))
+    none = scheduler.build_constraints(g, TESTS, "none")
+    assert {(e.before, e.after, e.kind) for e in none.edges} == {
+        ("t5", "t1", "state-setter"),
+        ("t3", "t0", "polluter"),  # the victim goes first
+    }
+    for mode in ("minimal", "full", "fork"):
+        c = scheduler.build_constraints(g, TESTS, mode)
+        assert [(e.before, e.after) for e in c.edges] == [("t5", "t1")]
+
+
+def test_unconfirmed_dependencies_are_ignored() -> None:
+    c = scheduler.build_constraints(graph(setter("t5", "t1", confirmed=False)), TESTS, "none")
+    assert c.edges == ()
+
+
+def test_cleaner_between_polluter_and_victim_allows_the_requested_order() -> None:
+    g = graph(polluter("t0", "t3"), cleaners=(Cleaners("t0", "t3", ("t2",)),))
+    c = scheduler.build_constraints(g, TESTS, "none")
+    assert {(e.before, e.after, e.kind) for e in c.edges} == {
+        ("t0", "t2", "cleaner"),
+        ("t2", "t3", "cleaner"),
+    }
+    # Without the cleaner in between (here: after the victim) the victim must go first.
+    order = ["t0", "t3", "t2", "t1"]
+    c2 = scheduler.build_constraints(g, order, "none", requested=order)
+    assert [(e.before, e.after) for e in c2.edges] == [("t3", "t0")]
+    rep = scheduler.repair(order, c2)
+    assert rep.order.index("t3") < rep.order.index("t0")
+
+
+def test_stale_graph_pins_unknown_tests_to_their_declared_order() -> None:
+    g = graph(setter("gone", "t4"), setter("t1", "t2"), tests=("t1", "t2", "t4", "gone"))
+    tests = ["t1", "t2", "t4", "new1", "new0"]
+    declared = ["new0", "t1", "t2", "t4", "new1"]
+    c = scheduler.build_constraints(
+        g, tests, "none", declared=declared, exists=lambda t: t != "gone"
+    )
+    assert c.stale == {"t4", "new0", "new1"}
+    assert [(e.before, e.after) for e in c.edges if e.kind == "stale"] == [
+        ("new0", "t4"),
+        ("t4", "new1"),
+    ]
+    assert len(c.warnings) == 2
+    assert "2 collected test(s) not in deps.json" in c.warnings[0]
+    assert "no longer exist (e.g. gone)" in c.warnings[1]
+    rep = scheduler.repair(list(reversed(tests)), c)
+    pinned = [t for t in rep.order if t in c.stale]
+    assert pinned == ["new0", "t4", "new1"]
+
+
+def test_deselected_partner_is_not_stale() -> None:
+    g = graph(polluter("t0", "t3"), tests=tuple(TESTS))
+    c = scheduler.build_constraints(g, ["t3", "t4"], "none", exists=lambda t: True)
+    assert c.edges == () and c.warnings == () and not c.stale
+
+
+# -- selection -------------------------------------------------------------------------------
+
+
+def test_needed_setters_are_transitive_and_skip_selected_ones() -> None:
+    g = graph(setter("a", "b"), setter("b", "c"), setter("x", "c"), setter("z", "y"))
+    assert scheduler.needed_setters(g, ["c"]) == {"b": "c", "x": "c", "a": "b"}
+    assert scheduler.needed_setters(g, ["c", "b"]) == {"x": "c", "a": "b"}
+    assert scheduler.needed_setters(g, ["q"]) == {}
+
+
+# -- requested orders ------------------------------------------------------------------------
+
+
+def test_requested_orders() -> None:
+    current = ["c", "a", "b", "d"]  # e.g. shuffled by pytest-randomly
+    declared = ["a", "b", "c", "d"]
+    ro = scheduler.requested_order
+    assert ro(current, None, declared=declared) == current
+    assert ro(current, "declared", declared=declared) == declared
+    assert ro(current, "reverse", declared=declared) == ["d", "c", "b", "a"]
+    r1 = ro(current, "random", declared=declared, seed=1)
+    assert sorted(r1) == declared
+    assert r1 == ro(current, "random", declared=declared, seed=1)
+    orders = {tuple(ro(current, "random", declared=declared, seed=s)) for s in range(20)}
+    assert len(orders) > 5
+    assert ro(current, "failed-first", declared=declared, first={"b", "d"}) == ["b", "d", "c", "a"]
+
+
+# -- repair ----------------------------------------------------------------------------------
+
+
+def test_repair_keeps_a_satisfying_order() -> None:
+    c = scheduler.build_constraints(graph(setter("t1", "t2")), TESTS, "none")
+    rep = scheduler.repair(TESTS, c)
+    assert list(rep.order) == TESTS
+    assert rep.moved == ()
+    assert rep.keep_state_after == {"t1"}
+    assert rep.blocks == (("t1", "t2"),)
+
+
+def test_repair_pulls_the_setter_to_its_brittle_test() -> None:
+    order = ["b", "x", "y", "s", "z"]
+    c = scheduler.build_constraints(graph(setter("s", "b")), order, "none")
+    rep = scheduler.repair(order, c)
+    assert list(rep.order) == ["s", "b", "x", "y", "z"]
+    assert rep.moved == ("s",)
+    assert any("moved s before b" in d for d in rep.decisions)
+
+
+def test_repair_makes_chains_contiguous_and_victims_first() -> None:
+    order = ["s", "x", "b", "p", "y", "v", "b2"]
+    g = graph(setter("s", "b"), setter("b", "b2"), polluter("p", "v"))
+    c = scheduler.build_constraints(g, order, "none")
+    rep = scheduler.repair(order, c)
+    assert list(rep.order) == ["s", "b", "b2", "x", "v", "p", "y"]
+    assert rep.keep_state_after == {"s", "b"}
+    assert scheduler.violations(rep.order, c) == []
+    assert scheduler.violations(order, c) != []
+
+
+def test_cycles_are_reported_not_fatal() -> None:
+    order = ["a", "b", "c"]
+    g = graph(setter("a", "b"), setter("b", "a"), polluter("c", "a"), polluter("a", "c"))
+    c = scheduler.build_constraints(g, order, "none")
+    rep = scheduler.repair(order, c)
+    assert sorted(rep.order) == order
+    assert rep.broken
+    assert any("dependency cycle" in d for d in rep.decisions)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_repair_on_random_graphs(seed: int) -> None:
+    rng = random.Random(seed)
+    tests = [f"n{i}" for i in range(40)]
+    # An acyclic graph: edges only from lower to higher ids of a hidden ranking.
+    rank = tests[:]
+    rng.shuffle(rank)
+    deps = []
+    for _ in range(12):
+        i, j = sorted(rng.sample(range(len(rank)), 2))
+        if rng.random() < 0.5:
+            deps.append(setter(rank[i], rank[j]))
+        else:
+            deps.append(polluter(rank[j], rank[i]))  # victim rank[i] must go first
+    g = graph(*deps)
+    requested = tests[:]
+    rng.shuffle(requested)
+    c = scheduler.build_constraints(g, requested, "none", requested=requested)
+    rep = scheduler.repair(requested, c)
+    assert sorted(rep.order) == sorted(tests)
+    if not rep.broken:
+        assert scheduler.violations(rep.order, c) == []
+        # Idempotent: a satisfying order is left alone.
+        again = scheduler.repair(list(rep.order), c)
+        assert again.order == rep.order and again.moved == ()
+    # Tests without constraints keep their relative order.
+    free = {t for t in tests if all(t not in (e.before, e.after) for e in c.edges)}
+    assert [t for t in rep.order if t in free] == [t for t in requested if t in free]
+
+
+def test_work_units_are_constraint_components_merged_with_scope() -> None:
+    order = ["m1::a", "m2::s", "m2::b", "m1::c", "m3::d", "m3::e"]
+    c = scheduler.build_constraints(graph(setter("m2::s", "m1::c")), order, "none")
+    units = scheduler.work_units(order, c)
+    assert units == [["m1::a"], ["m2::s", "m1::c"], ["m2::b"], ["m3::d"], ["m3::e"]]
+    by_file = scheduler.work_units(order, c, scope=lambda n: n.split("::")[0])
+    assert by_file == [["m1::a", "m2::s", "m2::b", "m1::c"], ["m3::d", "m3::e"]]
+
+
+# -- xdist scheduling protocol ----------------------------------------------------------------
+
+
+class FakeGateway:
+    def __init__(self, gid: str) -> None:
+        self.id = gid
+
+
+class FakeNode:
+    def __init__(self, gid: str) -> None:
+        self.gateway = FakeGateway(gid)
+        self.sent: list[list[int]] = []
+        self.shutting_down = False
+
+    def send_runtest_some(self, indices: list[int]) -> None:
+        assert not self.shutting_down
+        self.sent.append(list(indices))
+
+    def shutdown(self) -> None:
+        self.shutting_down = True
+
+    def __repr__(self) -> str:
+        return f"<FakeNode {self.gateway.id}>"
+
+
+class FakePlugin:
+    def __init__(self, g: DependencyGraph) -> None:
+        self.graph = g
+        self.worker_chains: dict[str, list[list[str]]] = {}
+
+    def controller_units(self, collection: list[str], scope: Any) -> list[list[str]]:
+        c = scheduler.build_constraints(self.graph, collection, "none")
+        return scheduler.work_units(collection, c, scope)
+
+
+def run_fake(
+    collection: list[str], g: DependencyGraph, nnodes: int = 2, rng_seed: int = 0
+) -> tuple[dict[str, list[str]], DependencyScheduling]:
+    """Drive the scheduler like xdist's DSession, completing tests in random order."""
+    rng = random.Random(rng_seed)
+    plugin = FakePlugin(g)
+    sched = DependencyScheduling(None, None, plugin, numnodes=nnodes)  # type: ignore[arg-type]
+    nodes = [FakeNode(f"gw{i}") for i in range(nnodes)]
+    for n in nodes:
+        sched.add_node(n)
+    for n in nodes:
+        sched.add_node_collection(n, collection)
+    assert sched.collection_is_completed
+    sched.schedule()
+    ran: dict[str, list[str]] = {n.gateway.id: [] for n in nodes}
+    queues: dict[FakeNode, list[int]] = {n: [] for n in nodes}
+    seen: dict[FakeNode, int] = {n: 0 for n in nodes}
+    for _ in range(10 * len(collection) + 10):
+        for n in nodes:
+            for batch in n.sent[seen[n] :]:
+                queues[n].extend(batch)
+            seen[n] = len(n.sent)
+        # A worker runs a test only when it knows the next one or was told to shut down.
+        ready = [n for n in nodes if len(queues[n]) >= 2 or (queues[n] and n.shutting_down)]
+        if not ready:
+            break
+        n = rng.choice(ready)
+        idx = queues[n].pop(0)
+        ran[n.gateway.id].append(collection[idx])
+        sched.mark_test_complete(n, idx)
+    assert sched.tests_finished
+    assert all(n.shutting_down for n in nodes)
+    return ran, sched
+
+
+def test_xdist_chains_go_to_one_worker_in_order() -> None:
+    collection = [f"t{i}" for i in range(30)]
+    g = graph(setter("t3", "t4"), setter("t4", "t20"), polluter("t9", "t2"))
+    # The collection comes repaired from the workers; repair it as they would.
+    c = scheduler.build_constraints(g, collection, "none")
+    order = list(scheduler.repair(collection, c).order)
+    ran, sched = run_fake(order, g)
+    assert sorted(t for ts in ran.values() for t in ts) == sorted(collection)
+    assert all(ran.values()), "both workers got work"
+    for ts in ran.values():
+        if "t3" in ts:
+            i = ts.index("t3")
+            assert ts[i : i + 3] == ["t3", "t4", "t20"]
+        if "t2" in ts:
+            assert "t9" in ts and ts.index("t2") < ts.index("t9")
+    chains = [ch for chs in sched.plugin.worker_chains.values() for ch in chs]
+    assert sorted(chains) == [["t2", "t9"], ["t3", "t4", "t20"]]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_xdist_balances_independent_tests(seed: int) -> None:
+    collection = [f"t{i}" for i in range(200)]
+    ran, _ = run_fake(collection, graph(setter("t0", "t1")), nnodes=2, rng_seed=seed)
+    sizes = sorted(len(v) for v in ran.values())
+    assert sum(sizes) == 200 and sizes[0] > 40
+
+
+def test_xdist_crashed_worker_hands_back_its_pending_tests() -> None:
+    collection = [f"t{i}" for i in range(12)]
+    plugin = FakePlugin(graph())
+    sched = DependencyScheduling(None, None, plugin, numnodes=2)  # type: ignore[arg-type]
+    a, b = FakeNode("gw0"), FakeNode("gw1")
+    for n in (a, b):
+        sched.add_node(n)
+        sched.add_node_collection(n, collection)
+    sched.schedule()
+    pending_a = [i for batch in a.sent for i in batch]
+    crash = sched.remove_node(a)
+    assert crash == collection[pending_a[0]]
+    assert sched.has_pending
+    resent = [i for batch in b.sent for i in batch]
+    assert set(pending_a[1:]) <= set(resent)
