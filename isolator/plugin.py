@@ -300,6 +300,14 @@ class IsolatorPlugin:
 
         write_summary(self, terminalreporter)
 
+    def reset_now(self) -> ResetPlan:
+        """Restore everything that differs from the baseline now (between test sequences)."""
+        r = self.resetter
+        if r is None:
+            return ResetPlan(nodeid="")
+        out = r.check_and_reset()
+        return ResetPlan(nodeid="", reset=tuple(out.reset), unrestorable=tuple(out.unrestorable))
+
     # ----------------------------------------------------------------- fork memory
 
     def _load_forks(self) -> dict[str, str]:
