@@ -352,7 +352,9 @@ def _wrap_protocol(
         return (yield)
     finally:
         r.end_test()
-        if item.nodeid not in self.keep_state_after:
+        if item.nodeid in self.keep_state_after:
+            r.chained = True
+        else:
             t0 = time.perf_counter()
             scope = None
             mod = getattr(item, "module", None)

@@ -105,6 +105,7 @@ class Resetter:
         self.reset_counts: Counter[str] = Counter()
         self.opaque_reported: set[str] = set()
         self.learn_memo = learn_memo
+        self.chained = False  # the previous test kept its state for the next one
         self.keep = keep
         self.memo: dict[tuple[str, object], tuple[object, int]] = {}
         self.memo_kept: list[str] = []
@@ -212,8 +213,11 @@ class Resetter:
         if not self.started:
             self._first_test()
         # pytest runs every test inside warnings.catch_warnings() with its own filters and
-        # restores them afterwards; compare against what the test started with.
-        self.probe_snaps[self._warnings_index] = self.probes[self._warnings_index].take()
+        # restores them afterwards; compare against what the test started with -- unless the
+        # previous test kept its state for this one (a chain), whose start is the reference.
+        if not self.chained:
+            self.probe_snaps[self._warnings_index] = self.probes[self._warnings_index].take()
+        self.chained = False
         _modules.LOG.active = True
         self.files.active = True
 
