@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -246,18 +247,22 @@ def test_two_popen_gateways(suite: Path) -> None:
 
 @pytest.fixture
 def socket_gateways() -> Iterator[list[int]]:
-    """Two execnet socket servers on 127.0.0.1 (random ports), killed after the test."""
+    """Two execnet socket servers on 127.0.0.1 (random ports), killed after the test.
+
+    Each runs in its own process group under coreutils ``timeout`` (a bound on its lifetime
+    should this test process die); teardown kills the whole group, server included.
+    """
     spec = importlib.util.find_spec("execnet.script.socketserver")
     assert spec is not None and spec.origin is not None
-    script = spec.origin
     limit = ["timeout", "120"] if shutil.which("timeout") else []
     procs = [
         subprocess.Popen(
-            [*limit, sys.executable, "-u", script, "127.0.0.1:0"],
+            [*limit, sys.executable, "-u", spec.origin, "127.0.0.1:0"],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
             env=_env(),
+            start_new_session=True,
         )
         for _ in range(2)
     ]
@@ -277,7 +282,10 @@ def socket_gateways() -> Iterator[list[int]]:
         yield ports
     finally:
         for p in procs:
-            p.kill()
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             p.wait(timeout=10)
             if p.stdout is not None:
                 p.stdout.close()
