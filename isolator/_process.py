@@ -8,6 +8,7 @@ it, and put it back.  Probes are ordered so that restoring one never disturbs an
 from __future__ import annotations
 
 import _signal  # type: ignore[import-not-found]  # C-level getsignal: no enum conversion
+import _thread
 import decimal
 import locale
 import logging
@@ -43,6 +44,9 @@ _SIGNALS = [
     if hasattr(signal, s)
 ]
 
+_get_ident = _thread.get_ident
+_MAIN_IDENT = threading.main_thread().ident
+
 _DECIMAL_FIELDS = ("prec", "rounding", "Emin", "Emax", "capitals", "clamp")
 
 
@@ -50,7 +54,7 @@ _DECIMAL_SCALARS = operator.attrgetter(*_DECIMAL_FIELDS)
 
 
 def _decimal_state(ctx: decimal.Context) -> tuple[object, ...]:
-    return (_DECIMAL_SCALARS(ctx), tuple(ctx.traps.values()))
+    return (_DECIMAL_SCALARS(ctx), ctx.traps.copy())
 
 
 def _logger_states() -> list[tuple[str, tuple[object, ...]]]:
@@ -381,7 +385,7 @@ def _signals_take() -> tuple[list[Any], list[Any]]:
 
 def _signals_diff(snap: tuple[list[Any], list[Any]]) -> list[str]:
     sigs, handlers = snap
-    if threading.current_thread() is not threading.main_thread():
+    if _get_ident() != _MAIN_IDENT:
         return []
     if not any(map(operator.is_not, map(_signal.getsignal, sigs), handlers)):
         return []

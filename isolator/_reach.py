@@ -5,11 +5,14 @@ test module changes, so that anything reached by other paths is still put back."
 
 from __future__ import annotations
 
+import itertools
 import operator
 import os
 import re
 from functools import lru_cache
 from typing import TYPE_CHECKING
+
+from isolator._state import cache_sizer
 
 if TYPE_CHECKING:
     from isolator._state import StateTable
@@ -70,50 +73,77 @@ def imports_of(modname: str, filename: str | None, package: str | None) -> froze
 
 
 class Scope:
-    """The tables one test can reach, with their watches laid out flat so that a clean
-    test costs a few C-level passes (``map`` over parallel lists), not a Python loop."""
+    """The tables one test can reach, laid out so that a clean test costs a few C-level
+    passes (``map`` over parallel lists), not a Python loop per watch: dicts are checked
+    through their version tags (one read each, whatever their size; see ``_versions``),
+    other watches by comparing with their snapshots."""
 
     def __init__(self, tables: list[StateTable]):
         self.tables = tables
-        self.lives = [x for t in tables for x in t.lives]
-        self.snaps = [x for t in tables for x in t.snaps]
+        for t in tables:
+            t.split()
+        self.tagged = [t for t in tables if t.vcells]
+        self.lives = [t.lives[i] for t in tables for i in t.cidx]
+        self.snaps = [t.snaps[i] for t in tables for i in t.cidx]
         self.cells = [c for t in tables for _, c, _ in t.cells]
         self.cell_old = [old for t in tables for _, _, old in t.cells]
         self.fns = [fn for t in tables for _, fn, _, _ in t.defaults]
         self.fn_defaults = [d for t in tables for _, _, d, _ in t.defaults]
         self.fn_kwdefaults = [kw for t in tables for _, _, _, kw in t.defaults]
-        self.caches = [fn for t in tables for _, fn, _ in t.caches]
+        self.caches = [cache_sizer(fn) for t in tables for _, fn, _ in t.caches]
         self.cache_sizes = [n for t in tables for _, _, n in t.caches]
         self.has_opaque = any(t.opaque for t in tables)
+        # The table each flat entry belongs to, to find the dirty tables (slow path only).
+        self._live_owner = [t for t in tables for _ in t.cidx]
+        self._cell_owner = [t for t in tables for _ in t.cells]
+        self._fn_owner = [t for t in tables for _ in t.defaults]
+        self._cache_owner = [t for t in tables for _ in t.caches]
 
     def clean(self) -> bool:
         """True when nothing in scope changed; False means "look closer" (may be clean)."""
         try:
+            for t in self.tagged:
+                if list(map(_TAG, t.vcells)) != t.vers:
+                    return False
             if any(map(operator.ne, self.lives, self.snaps)):
                 return False
-            if self.cells and any(
-                map(operator.is_not, map(_CELL, self.cells), self.cell_old)
-            ):
+            if self.cells and any(map(operator.is_not, map(_CELL, self.cells), self.cell_old)):
                 return False
             if self.fns and (
                 any(map(operator.is_not, map(_DEFAULTS, self.fns), self.fn_defaults))
                 or any(map(operator.is_not, map(_KWDEFAULTS, self.fns), self.fn_kwdefaults))
             ):
                 return False
-            if self.caches and any(
-                map(operator.ne, map(_CURRSIZE, map(_CACHE_INFO, self.caches)), self.cache_sizes)
-            ):
+            if self.caches and any(map(operator.ne, map(len, self.caches), self.cache_sizes)):
                 return False
         except Exception:
             return False
         return not self.has_opaque
 
+    def dirty_tables(self) -> list[StateTable]:
+        """The tables in scope that may have changed (in scope order)."""
+        try:
+            hit = {id(t) for t in self.tagged if list(map(_TAG, t.vcells)) != t.vers}
+            for owners, flags in (
+                (self._live_owner, map(operator.ne, self.lives, self.snaps)),
+                (self._cell_owner, map(operator.is_not, map(_CELL, self.cells), self.cell_old)),
+                (self._fn_owner, map(operator.is_not, map(_DEFAULTS, self.fns), self.fn_defaults)),
+                (
+                    self._fn_owner,
+                    map(operator.is_not, map(_KWDEFAULTS, self.fns), self.fn_kwdefaults),
+                ),
+                (self._cache_owner, map(operator.ne, map(len, self.caches), self.cache_sizes)),
+            ):
+                hit.update(id(t) for t in itertools.compress(owners, list(flags)))
+        except Exception:
+            return list(self.tables)  # an __eq__ raised, an empty cell: look at everything
+        return [t for t in self.tables if id(t) in hit or t.opaque]
 
+
+_TAG = operator.attrgetter("value")
 _CELL = operator.attrgetter("cell_contents")
 _DEFAULTS = operator.attrgetter("__defaults__")
 _KWDEFAULTS = operator.attrgetter("__kwdefaults__")
-_CACHE_INFO = operator.methodcaller("cache_info")
-_CURRSIZE = operator.attrgetter("currsize")
 
 
 class Reach:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import collections
 import functools
+import gc
+import itertools
 import operator
 import sys
 import types
@@ -27,6 +29,8 @@ import warnings
 from array import array
 from collections.abc import Callable
 from typing import Any, Final
+
+from isolator import _versions
 
 # Kinds of watch.  Each kind has one snapshot, compare and restore rule.
 MODULE: Final = 0  # a module's __dict__; restored name by name
@@ -146,6 +150,9 @@ class StateTable:
         self.sites: list[str] = []
         self.kinds: list[int] = []
         self.owners: list[Any] = []  # the class for CLASS watches, else None
+        self.depths: list[int] = []  # walk depth of each watch (-1: module globals)
+        self._depth = 0
+        self._imported: frozenset[str] = frozenset()
         self.caches: list[tuple[str, Any, int]] = []  # (site, lru wrapper, baseline size)
         self.cells: list[tuple[str, Any, object]] = []  # (site, cell, baseline contents)
         self.defaults: list[tuple[str, Any, object, object]] = []  # (site, fn, defaults, kw)
@@ -155,8 +162,15 @@ class StateTable:
         self._seen: set[int] = set() if seen is None else seen
         self._keepalive: list[object] = []
         self.modname = ""
-        self.refs: set[str] = set()
-        self._flat: tuple[Any, ...] | None = None  # modules this module's globals refer to
+        self.refs: set[str] = set()  # modules this module's globals refer to
+        self._flat: tuple[Any, ...] | None = None
+        # Version-tag split (see _versions), made on first use: watches checked through
+        # their dict's tag (``vidx``, with ``vcells`` and the tags last verified equal to
+        # the snapshot, ``vers``; -1 = not verified) and watches compared (``cidx``).
+        self.vidx: list[int] | None = None
+        self.vcells: list[Any] = []
+        self.vers: list[int] = []
+        self.cidx: list[int] = []
 
     # ---------------------------------------------------------------- building
 
@@ -187,7 +201,9 @@ class StateTable:
             )
             if isinstance(ref, str):
                 self.refs.add(ref)
+        self._depth = -1
         self._watch(f"{name}:<globals>", mdict, dict(mdict), MODULE, None)
+        self._imported = imported
         budget = [_MAX_WATCHES_PER_MODULE]
         for key, value in list(mdict.items()):
             if key in _SKIP_NAMES or key in imported or isinstance(value, types.ModuleType):
@@ -195,6 +211,7 @@ class StateTable:
             self._walk(f"{name}:{key}", value, name, project_prefixes, 0, budget)
 
     def _watch(self, site: str, live: Any, snap: Any, kind: int, owner: Any) -> None:
+        self.depths.append(self._depth)
         self.lives.append(live)
         self.snaps.append(snap)
         self.sites.append(site)
@@ -212,6 +229,7 @@ class StateTable:
     ) -> None:
         if isinstance(value, _IMMUTABLE) or depth > _MAX_DEPTH:
             return
+        self._depth = depth
         if isinstance(value, tuple):
             for i, item in enumerate(value):
                 self._walk(f"{site}[{i}]", item, modname, prefixes, depth + 1, budget)
@@ -361,12 +379,134 @@ class StateTable:
         fdict = fn.__dict__
         if fdict:
             # Function attributes (counters, registries hung on a function).
+            self._depth = depth
             self._watch(site, fdict, dict(fdict), INSTANCE, None)
             for k, v in list(fdict.items()):
                 if k != "__wrapped__":
                     self._walk(f"{site}.{k}", v, modname, prefixes, depth + 1, budget)
 
     # ---------------------------------------------------------------- checking
+
+    def absorb(
+        self,
+        idx: list[int],
+        extras: tuple[list[int], list[int], list[int], list[int]],
+        prefixes: tuple[str, ...],
+    ) -> None:
+        """Make the current contents of the dirty watches ``idx`` and dirty ``extras`` the
+        baseline (a higher-scoped fixture set them up), with new snapshot objects (a
+        fixture frame may hold the old ones), and watch the mutable objects newly bound
+        there.  Costs what changed, where rebuilding the table walks the whole module."""
+        budget = [_MAX_WATCHES_PER_MODULE]
+        fresh: list[tuple[str, Any, int]] = []
+        for i in idx:
+            kind, live, old, site, depth = (
+                self.kinds[i],
+                self.lives[i],
+                self.snaps[i],
+                self.sites[i],
+                self.depths[i],
+            )
+            if kind in _TAGGED_KINDS:
+                self.snaps[i] = dict(live)
+                for k in _diff_keys(live, old):
+                    if k not in live or (isinstance(k, str) and k in _SKIP_NAMES):
+                        continue
+                    v = live[k]
+                    if kind == MODULE:
+                        if k in self._imported or isinstance(v, types.ModuleType):
+                            continue
+                        fresh.append((f"{self.modname}:{k}", v, 0))
+                    elif kind == DICT:
+                        fresh.append((f"{site}[{k!r}]", v, depth + 1))
+                    else:
+                        fresh.append((f"{site}.{k}", v, depth + 1))
+            elif kind == LIST:
+                self.snaps[i] = list(live)
+                fresh += [(site, v, depth + 1) for v in live[:_MAX_ELEMENTS_PER_CONTAINER]]
+            elif kind == DEQUE:
+                self.snaps[i] = collections.deque(live, live.maxlen)
+                fresh += [(site, v, depth + 1) for v in list(live)[:_MAX_ELEMENTS_PER_CONTAINER]]
+            elif kind == SET:
+                self.snaps[i] = set(live)
+            elif kind == BYTEARRAY:
+                self.snaps[i] = bytes(live)
+            elif kind == ARRAY:
+                self.snaps[i] = array(live.typecode, live)
+            elif kind == _SLOTS:
+                self.snaps[i] = live.values()
+        caches, cells, defaults, _ = extras
+        for j in caches:
+            site, fn, _ = self.caches[j]
+            self.caches[j] = (site, fn, _cache_size(fn))
+        for j in cells:
+            site, cell, _ = self.cells[j]
+            contents = _cell_get(cell)
+            self.cells[j] = (site, cell, contents)
+            if contents is not _EMPTY:
+                fresh.append((site, contents, 1))
+        for j in defaults:
+            site, fn, _, _ = self.defaults[j]
+            self.defaults[j] = (site, fn, fn.__defaults__, fn.__kwdefaults__)
+            for n, d in enumerate(fn.__defaults__ or ()):
+                fresh.append((f"{site}.__defaults__[{n}]", d, 1))
+        for site, value, depth in fresh:
+            self._walk(site, value, self.modname, prefixes, depth, budget)
+        self.vidx = None
+        self._flat = None
+
+    def split(self) -> None:
+        """Sort the watches into tag-checked and compared ones (once; watches are fixed
+        after building)."""
+        if self.vidx is not None:
+            return
+        vidx: list[int] = []
+        cidx: list[int] = []
+        cells: list[Any] = []
+        for i, (kind, live) in enumerate(zip(self.kinds, self.lives)):
+            cell = _versions.cell_for(live) if kind in _TAGGED_KINDS else None
+            if cell is None:
+                cidx.append(i)
+            else:
+                vidx.append(i)
+                cells.append(cell)
+        self.vidx, self.cidx, self.vcells = vidx, cidx, cells
+        self.vers = [-1] * len(cells)
+
+    def forget_versions(self) -> None:
+        """The snapshots changed while the live objects did not: compare before trusting."""
+        if self.vcells:
+            self.vers = [-1] * len(self.vcells)
+
+    def dirty_watches(self) -> tuple[list[int], list[int]]:
+        """Indexes of watches that differ from their snapshot, and the positions in
+        ``vcells`` of those among them whose tag must be read again once they are restored.
+        Tags of watches written but found equal are taken as verified."""
+        self.split()
+        out: list[int] = []
+        pending: list[int] = []
+        if self.vcells:
+            cur = list(map(_versions.VALUE, self.vcells))
+            vers = self.vers
+            if cur != vers:
+                for j in itertools.compress(range(len(cur)), map(operator.ne, cur, vers)):
+                    i = self.vidx[j]  # type: ignore[index]
+                    if _differs(self.lives[i], self.snaps[i]):
+                        out.append(i)
+                        pending.append(j)
+                        vers[j] = -1
+                    else:
+                        vers[j] = cur[j]
+        for i in self.cidx:
+            if _differs(self.lives[i], self.snaps[i]):
+                out.append(i)
+        out.sort()
+        return out, pending
+
+    def verified(self, pending: list[int]) -> None:
+        """The watches at ``pending`` (see :meth:`dirty_watches`) equal their snapshots now."""
+        for j in pending:
+            self.vers[j] = self.vcells[j].value
 
     def dirty_indexes(self) -> list[int]:
         """Indexes of watches whose live object differs from its snapshot."""
@@ -528,6 +668,7 @@ class StateTable:
 
 
 _SLOTS: Final = 9
+_TAGGED_KINDS: Final = frozenset({MODULE, DICT, INSTANCE, CLASS})
 _CELL = operator.attrgetter("cell_contents")
 _DEFAULTS = operator.attrgetter("__defaults__")
 _KWDEFAULTS = operator.attrgetter("__kwdefaults__")
@@ -588,6 +729,43 @@ def _is_project(modname: object, prefixes: tuple[str, ...]) -> bool:
     if not isinstance(modname, str):
         return False
     return modname in prefixes or modname.startswith(tuple(p + "." for p in prefixes))
+
+
+def _differs(live: Any, snap: Any) -> bool:
+    try:
+        return bool(live != snap)
+    except Exception:
+        return True  # an element whose __eq__ raises was put there: dirty
+
+
+class _CacheInfoSize:
+    """``len()`` of a memo cache through its ``cache_info()`` (the slow, general way)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Any):
+        self.fn = fn
+
+    def __len__(self) -> int:
+        size = _cache_size(self.fn)
+        return size if size >= 0 else 0
+
+
+def cache_sizer(fn: Any) -> Any:
+    """An object whose ``len()`` is the number of entries in memo cache ``fn``.
+
+    For ``functools.lru_cache`` (the C wrapper) that is its internal dict, found among
+    the objects the wrapper refers to and checked against ``cache_info()``: ``len`` of a
+    dict is one C call, where ``cache_info()`` builds a named tuple each time."""
+    size = _cache_size(fn)
+    own = getattr(fn, "__dict__", None)
+    try:
+        dicts = [r for r in gc.get_referents(fn) if type(r) is dict and r is not own]
+    except Exception:
+        dicts = []
+    if len(dicts) == 1 and len(dicts[0]) == size:
+        return dicts[0]
+    return _CacheInfoSize(fn)
 
 
 def _cache_size(fn: Any) -> int:

@@ -35,6 +35,8 @@ pytest_plugins = [
 ]
 
 MODES = ("none", "minimal", "full", "fork")
+# Per-test records in item.stash: the net writes of a test that left state behind, and
+# the reset plan of a test with state isolator could not restore; absent otherwise.
 ACCESS_KEY = pytest.StashKey[AccessLog]()
 RESET_KEY = pytest.StashKey[ResetPlan]()
 FORK_FILE = "fork.json"
@@ -119,6 +121,7 @@ class IsolatorPlugin:
         self.conftests: list[str] = []
         self._results: Any = None
         self._index = 0
+        self.module_of: dict[int, tuple[object, Any]] = {}
 
     # ----------------------------------------------------------------- session
 
@@ -357,8 +360,9 @@ def _wrap_protocol(
         else:
             t0 = time.perf_counter()
             scope = None
-            mod = getattr(item, "module", None)
-            if mod is not None and getattr(nextitem, "module", None) is mod:
+            mod = _module_of(self.module_of, item)
+            same = nextitem is not None and _module_of(self.module_of, nextitem) is mod
+            if mod is not None and same:
                 # Within a test module only the state it can reach; at the boundary, all.
                 scope = r.scope_for(str(getattr(mod, "__name__", "")), self.conftests)
             out = r.check_and_reset(force=self.mode == "full", scope=scope)
@@ -368,14 +372,29 @@ def _wrap_protocol(
                 self.dirty_tests += 1
             if out.unrestorable:
                 self.unrestorable.setdefault(item.nodeid, []).extend(out.unrestorable)
-            item.stash[ACCESS_KEY] = AccessLog(
-                nodeid=item.nodeid, writes=dict.fromkeys(out.writes, "")
-            )
-            item.stash[RESET_KEY] = ResetPlan(
-                nodeid=item.nodeid,
-                reset=tuple(out.reset),
-                unrestorable=tuple(out.unrestorable),
-            )
+            # Only tests that left something behind get records: a record per clean test
+            # would be thousands of long-lived objects for the cyclic GC to walk.
+            if out.writes:
+                item.stash[ACCESS_KEY] = AccessLog(
+                    nodeid=item.nodeid, writes=dict.fromkeys(out.writes, "")
+                )
+            if out.unrestorable:
+                item.stash[RESET_KEY] = ResetPlan(
+                    nodeid=item.nodeid,
+                    reset=tuple(out.reset),
+                    unrestorable=tuple(out.unrestorable),
+                )
+
+
+def _module_of(cache: dict[int, tuple[object, Any]], item: pytest.Item) -> Any:
+    """``item.module`` (a walk up the collection tree each time), cached by parent node."""
+    parent = item.parent
+    hit = cache.get(id(parent))
+    if hit is not None and hit[0] is parent:
+        return hit[1]
+    mod = getattr(item, "module", None)
+    cache[id(parent)] = (parent, mod)
+    return mod
 
 
 # The core already implements pytest_runtest_protocol (the fork path); the wrapper around

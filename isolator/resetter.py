@@ -11,6 +11,7 @@ lives exactly as long as the fixture that made it::
 
 from __future__ import annotations
 
+import _thread
 import fnmatch
 import os
 import sys
@@ -102,6 +103,8 @@ class Resetter:
         self.swapped: list[types.ModuleType] = []
         self.frames: list[Frame] = []
         self.threads: set[threading.Thread] = set()
+        self.thread_count = 0  # _thread._count() when self.threads was taken
+        self._last_scope: tuple[object, str, Any] = (None, "", None)
         self.reset_counts: Counter[str] = Counter()
         self.opaque_reported: set[str] = set()
         self.learn_memo = learn_memo
@@ -109,6 +112,7 @@ class Resetter:
         self.keep = keep
         self.memo: dict[tuple[str, object], tuple[object, int]] = {}
         self.memo_kept: list[str] = []
+        self._module_names_seen: set[str] = set()
 
     # ------------------------------------------------------------- classification
 
@@ -137,6 +141,7 @@ class Resetter:
         for mod in list(sys.modules.values()) + list(extra_modules):
             if isinstance(mod, types.ModuleType) and self.is_project(mod):
                 self.project.add(mod.__name__)
+        self._module_names_seen = set(sys.modules)
         self._extra = list(extra_modules)
         self._set_tables(self._build_tables())
         self.modules = _modules.ModulesProbe(self.is_project)
@@ -144,6 +149,7 @@ class Resetter:
             sys.meta_path.insert(0, _modules.FINDER)
         self.swapped = _modules.watch_library_modules(self.is_project)
         self.threads = set(threading.enumerate())
+        self.thread_count = _thread._count()
         self.started = False
 
     def _first_test(self) -> None:
@@ -180,18 +186,25 @@ class Resetter:
                 out.add(name)
         return frozenset(out)
 
-    def _rebuild_dirty_tables(self) -> dict[str, StateTable]:
-        """New tables for the modules whose state differs from the baseline; others shared."""
+    def _dirty_tables(self) -> dict[str, tuple[list[int], tuple[list[int], ...]]]:
+        """Tables whose state differs from the baseline: key -> (watches, extras)."""
+        out: dict[str, tuple[list[int], tuple[list[int], ...]]] = {}
+        if self.reach.all().clean():
+            return out
+        for key, t in self.tables.items():
+            idx, _ = t.dirty_watches()
+            extras = t.dirty_extras()
+            if idx or any(extras):
+                out[key] = (idx, extras)
+        return out
+
+    def _rebuild_dirty_tables(self, dirty: dict[str, Any]) -> dict[str, StateTable]:
+        """The tables with what a fixture changed taken into their baseline, and tables for
+        project modules imported since."""
         prefixes = tuple(self.project)
         tables = dict(self.tables)
-        for key, t in self.tables.items():
-            if t.dirty_indexes() or any(t.dirty_extras()):
-                mod = sys.modules.get(t.modname)
-                if mod is None:
-                    continue
-                nt = StateTable()
-                nt.add_module(mod, prefixes, self._imported_names(mod))
-                tables[key] = nt
+        for key, (idx, extras) in dirty.items():
+            tables[key].absorb(idx, extras, prefixes)
         for name in self.project:
             if name not in tables and name in sys.modules:
                 nt = StateTable()
@@ -207,7 +220,12 @@ class Resetter:
         """The tables a test in ``modname`` could have touched, or None for all."""
         if modname is None:
             return None
-        return self.reach.tables_for(modname, also)
+        last = self._last_scope
+        if last[0] is self.reach and last[1] == modname:
+            return last[2]
+        scope = self.reach.tables_for(modname, also)
+        self._last_scope = (self.reach, modname, scope)
+        return scope
 
     def begin_test(self) -> None:
         if not self.started:
@@ -282,19 +300,22 @@ class Resetter:
             if scope is None:
                 scope = self.reach.all()
             if not scope.clean():
-                for t in scope.tables:
+                for t in scope.dirty_tables():
                     self._reset_table(t, out, force)
-        if threading.active_count() != len(self.threads):
+        if _thread._count() != self.thread_count:
             self._check_threads(out)
         for site in out.reset:
             self.reset_counts[site] += 1
         return out
 
     def _reset_table(self, t: StateTable, out: Outcome, force: bool) -> None:
-        if not force and t.quick_clean():
-            return
-        idx = t.dirty_indexes()
+        if force:
+            idx, pending = t.dirty_indexes(), []
+        else:
+            idx, pending = t.dirty_watches()
         caches, cells, defaults, opaque = t.dirty_extras()
+        if not (idx or caches or cells or defaults or opaque):
+            return
         for i in idx:
             if t.kinds[i] == DICT and (self.learn_memo or self.keep) and self._keep_memo(t, i):
                 continue
@@ -334,6 +355,8 @@ class Resetter:
                 pass
         if force:
             t.restore_all()
+        elif pending:
+            t.verified(pending)
 
     def _keep_memo(self, t: StateTable, i: int) -> bool:
         """Keep entries a test *added* to a dict once they were recomputed equal twice.
@@ -395,6 +418,7 @@ class Resetter:
             out.unrestorable.append((f"<thread>:{th.name}", "thread still running after the test"))
         # Report each leaked thread once.
         self.threads = {th for th in now if th.is_alive()}
+        self.thread_count = _thread._count()
 
     # ------------------------------------------------------------- fixture scopes
 
@@ -412,9 +436,10 @@ class Resetter:
         """
         post = self.probe_diffs()
         probes_changed = [i for i, (a, b) in enumerate(zip(pre, post)) if a != b]
+        dirty = self._dirty_tables()
         changed = (
             bool(probes_changed)
-            or any(t.dirty_indexes() or any(t.dirty_extras()) for t in self.tables.values())
+            or bool(dirty)
             or len(sys.modules) != self.modules.n
             or len(_modules.LOG.entries) > undo_mark
             or len(self.files.order) > files_mark
@@ -431,14 +456,11 @@ class Resetter:
             undo=log.entries[undo_mark:],
             files=self.files.take_since(files_mark),
         )
-        self._record_deltas(frame)
+        self._record_deltas(frame, dirty)
         del log.entries[undo_mark:]
         log.seen = {(id(m), n) for m, n, _ in log.entries}
-        for mod in list(sys.modules.values()):
-            if isinstance(mod, types.ModuleType) and mod.__name__ not in self.project:
-                if self.is_project(mod):
-                    self.project.add(mod.__name__)
-        self._set_tables(self._rebuild_dirty_tables())
+        self._add_new_project_modules()
+        self._set_tables(self._rebuild_dirty_tables(dirty))
         snaps = list(self.probe_snaps)
         for i in probes_changed:
             probe = self.probes[i]
@@ -461,10 +483,22 @@ class Resetter:
         self.frames.append(frame)
         return True
 
-    def _record_deltas(self, frame: Frame) -> None:
+    def _add_new_project_modules(self) -> None:
+        names = sys.modules.keys() - self._module_names_seen
+        if not names:
+            return
+        self._module_names_seen |= names
+        for name in names:
+            mod = sys.modules.get(name)
+            if isinstance(mod, types.ModuleType) and name not in self.project:
+                if self.is_project(mod):
+                    self.project.add(name)
+
+    def _record_deltas(self, frame: Frame, dirty: dict[str, Any]) -> None:
         """Note, per site, what the fixture changed relative to the current baseline."""
-        for t in self.tables.values():
-            for i in t.dirty_indexes():
+        for key, (idx, extras) in dirty.items():
+            t = self.tables[key]
+            for i in idx:
                 kind, live, snap = t.kinds[i], t.lives[i], t.snaps[i]
                 if kind in _MAPPING_KINDS:
                     delta = {
@@ -474,7 +508,7 @@ class Resetter:
                     frame.tables.append((t.sites[i], kind, delta))
                 else:
                     frame.tables.append((t.sites[i], kind, snap))
-            caches, cells, defaults, _ = t.dirty_extras()
+            caches, cells, defaults, _ = extras
             frame.extras += [(t.caches[i][0], "cache", t.caches[i][2]) for i in caches]
             frame.extras += [(t.cells[i][0], "cell", t.cells[i][2]) for i in cells]
             frame.extras += [(t.defaults[i][0], "defaults", t.defaults[i][2:]) for i in defaults]
@@ -500,6 +534,7 @@ class Resetter:
             if hit is None:
                 continue
             t, i = hit
+            t.forget_versions()
             snap = t.snaps[i]
             if kind in _MAPPING_KINDS and isinstance(delta, dict):
                 for k, (old, new) in delta.items():
