@@ -31,7 +31,10 @@ _PATH_EVENTS: Final = {
     "shutil.rmtree": (0,),
     "shutil.move": (0, 1),
 }
-_EVENTS: Final = frozenset(_PATH_EVENTS) | {"open"}
+_EVENTS: Final = frozenset(_PATH_EVENTS) | {"open", "object.__setattr__"}
+# Rebinding a function's defaults is audited: the resetter skips reading every function's
+# defaults after a test in which no such event happened (each read is an audit event too).
+_DEFAULTS_NAMES: Final = frozenset({"__defaults__", "__kwdefaults__"})
 # Events that can destroy a directory's contents: only these copy a tree aside.
 _TREE_EVENTS: Final = frozenset({"os.rmdir", "os.rename", "shutil.rmtree", "shutil.move"})
 _MAX_TREE_BYTES: Final = 64 * 1024 * 1024
@@ -62,6 +65,7 @@ class FileGuard:
         self.unrestorable: list[tuple[str, str]] = []
         self._n = 0
         self._busy = False
+        self.defaults_written = False  # a function's __defaults__/__kwdefaults__ was set
         self.journal = os.path.join(backup_dir, "journal.json")
 
     def install(self) -> None:
@@ -70,6 +74,10 @@ class FileGuard:
     # The audit hook runs for every audited event of the process: keep the common path short.
     def _hook(self, event: str, args: tuple[Any, ...]) -> None:
         if not self.active or self._busy or event not in _EVENTS:
+            return
+        if event == "object.__setattr__":
+            if len(args) > 1 and args[1] in _DEFAULTS_NAMES:
+                self.defaults_written = True
             return
         if event == "open":
             path, mode, flags = args

@@ -92,15 +92,18 @@ class Scope:
         self.fn_kwdefaults = [kw for t in tables for _, _, _, kw in t.defaults]
         self.caches = [cache_sizer(fn) for t in tables for _, fn, _ in t.caches]
         self.cache_sizes = [n for t in tables for _, _, n in t.caches]
-        self.has_opaque = any(t.opaque for t in tables)
+        self.opaque = [(t, i) for t in tables for i in range(len(t.opaque))]
         # The table each flat entry belongs to, to find the dirty tables (slow path only).
         self._live_owner = [t for t in tables for _ in t.cidx]
         self._cell_owner = [t for t in tables for _ in t.cells]
         self._fn_owner = [t for t in tables for _ in t.defaults]
         self._cache_owner = [t for t in tables for _ in t.caches]
 
-    def clean(self) -> bool:
-        """True when nothing in scope changed; False means "look closer" (may be clean)."""
+    def clean(self, defaults: bool = True) -> bool:
+        """True when nothing in scope changed; False means "look closer" (may be clean).
+
+        ``defaults=False`` skips functions' defaults (known not rebound since the last
+        check)."""
         try:
             for t in self.tagged:
                 if list(map(_TAG, t.vcells)) != t.vers:
@@ -109,35 +112,48 @@ class Scope:
                 return False
             if self.cells and any(map(operator.is_not, map(_CELL, self.cells), self.cell_old)):
                 return False
-            if self.fns and (
-                any(map(operator.is_not, map(_DEFAULTS, self.fns), self.fn_defaults))
-                or any(map(operator.is_not, map(_KWDEFAULTS, self.fns), self.fn_kwdefaults))
+            if (
+                defaults
+                and self.fns
+                and (
+                    any(map(operator.is_not, map(_DEFAULTS, self.fns), self.fn_defaults))
+                    or any(map(operator.is_not, map(_KWDEFAULTS, self.fns), self.fn_kwdefaults))
+                )
             ):
                 return False
             if self.caches and any(map(operator.ne, map(len, self.caches), self.cache_sizes)):
                 return False
+            for t, i in self.opaque:
+                u = t.opaque[i]
+                if u.fingerprint(u.obj) != t.opaque_fps[i]:
+                    return False
         except Exception:
             return False
-        return not self.has_opaque
+        return True
 
-    def dirty_tables(self) -> list[StateTable]:
+    def dirty_tables(self, defaults: bool = True) -> list[StateTable]:
         """The tables in scope that may have changed (in scope order)."""
         try:
             hit = {id(t) for t in self.tagged if list(map(_TAG, t.vcells)) != t.vers}
-            for owners, flags in (
+            checks = [
                 (self._live_owner, map(operator.ne, self.lives, self.snaps)),
                 (self._cell_owner, map(operator.is_not, map(_CELL, self.cells), self.cell_old)),
-                (self._fn_owner, map(operator.is_not, map(_DEFAULTS, self.fns), self.fn_defaults)),
-                (
-                    self._fn_owner,
-                    map(operator.is_not, map(_KWDEFAULTS, self.fns), self.fn_kwdefaults),
-                ),
                 (self._cache_owner, map(operator.ne, map(len, self.caches), self.cache_sizes)),
-            ):
+            ]
+            if defaults:
+                fns, owners = self.fns, self._fn_owner
+                checks.append((owners, map(operator.is_not, map(_DEFAULTS, fns), self.fn_defaults)))
+                kws = map(_KWDEFAULTS, fns)
+                checks.append((owners, map(operator.is_not, kws, self.fn_kwdefaults)))
+            for owners, flags in checks:
                 hit.update(id(t) for t in itertools.compress(owners, list(flags)))
+            for t, i in self.opaque:
+                u = t.opaque[i]
+                if u.fingerprint(u.obj) != t.opaque_fps[i]:
+                    hit.add(id(t))
         except Exception:
             return list(self.tables)  # an __eq__ raised, an empty cell: look at everything
-        return [t for t in self.tables if id(t) in hit or t.opaque]
+        return [t for t in self.tables if id(t) in hit]
 
 
 _TAG = operator.attrgetter("value")

@@ -552,8 +552,10 @@ class StateTable:
         except Exception:
             return False
 
-    def dirty_extras(self) -> tuple[list[int], list[int], list[int], list[int]]:
-        """Dirty caches, cells, defaults and opaque objects (by index)."""
+    def dirty_extras(
+        self, check_defaults: bool = True
+    ) -> tuple[list[int], list[int], list[int], list[int]]:
+        """Dirty caches, cells, defaults (unless known unchanged) and opaque objects."""
         caches = (
             [i for i, (_, fn, size) in enumerate(self.caches) if _cache_size(fn) != size]
             if self.caches
@@ -570,7 +572,7 @@ class StateTable:
                 for i, (_, fn, d, kw) in enumerate(self.defaults)
                 if fn.__defaults__ is not d or fn.__kwdefaults__ is not kw
             ]
-            if self.defaults
+            if self.defaults and check_defaults
             else []
         )
         opaque: list[int] = []

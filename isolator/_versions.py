@@ -19,6 +19,7 @@ stores bypass the dict (and its tag); such dicts are recognised by their non-NUL
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import gc
 import operator
@@ -32,6 +33,9 @@ _TAG_OFFSET = 3 * _PTR  # ob_refcnt, ob_type, ma_used
 _VALUES_OFFSET = 5 * _PTR  # ... ma_version_tag, ma_keys, ma_values
 
 VALUE = operator.attrgetter("value")
+
+# dict and the C subclasses that store through it (their writes move the tag too).
+_PLAIN_DICTS = (dict, collections.defaultdict, collections.OrderedDict)
 
 _state: dict[str, bool] = {}
 
@@ -62,6 +66,17 @@ def _self_test() -> bool:
         before = _tag(d)
         op()
         if _tag(d) == before:
+            return False
+    dd: collections.defaultdict[str, list[int]] = collections.defaultdict(list)
+    od: collections.OrderedDict[str, int] = collections.OrderedDict()
+    for sub, write in (
+        (dd, lambda: dd["missing"]),  # __missing__ inserts
+        (od, lambda: od.__setitem__("k", 1)),
+        (od, lambda: od.pop("k")),
+    ):
+        before = _tag(sub)
+        write()
+        if _tag(sub) == before:
             return False
     mod = types.ModuleType("_isolator_tag_probe")
     exec("X = 0\ndef f(n):\n    global X\n    X = n\n", mod.__dict__)
@@ -111,8 +126,8 @@ def cell_for(live: object) -> ctypes.c_uint64 | None:
         if len(inner) != 1 or type(inner[0]) is not dict:
             return None
         live = inner[0]
-    elif type(live) is not dict:
-        return None  # subclasses may override writes or equality
+    elif type(live) not in _PLAIN_DICTS:
+        return None  # other subclasses may override writes or equality
     if ctypes.c_void_p.from_address(id(live) + _VALUES_OFFSET).value:
         return None  # split / inline-values dict (instance attributes on 3.13)
     return ctypes.c_uint64.from_address(id(live) + _TAG_OFFSET)

@@ -299,21 +299,27 @@ class Resetter:
         else:
             if scope is None:
                 scope = self.reach.all()
-            if not scope.clean():
-                for t in scope.dirty_tables():
-                    self._reset_table(t, out, force)
+            # Functions' defaults are read only after a test that rebound some (an audit
+            # event tells) and at module boundaries, where everything is checked.
+            defaults = files.defaults_written or scope is self.reach.all()
+            if not scope.clean(defaults):
+                for t in scope.dirty_tables(defaults):
+                    self._reset_table(t, out, force, defaults)
+        files.defaults_written = False
         if _thread._count() != self.thread_count:
             self._check_threads(out)
         for site in out.reset:
             self.reset_counts[site] += 1
         return out
 
-    def _reset_table(self, t: StateTable, out: Outcome, force: bool) -> None:
+    def _reset_table(
+        self, t: StateTable, out: Outcome, force: bool, check_defaults: bool = True
+    ) -> None:
         if force:
             idx, pending = t.dirty_indexes(), []
         else:
             idx, pending = t.dirty_watches()
-        caches, cells, defaults, opaque = t.dirty_extras()
+        caches, cells, defaults, opaque = t.dirty_extras(check_defaults)
         if not (idx or caches or cells or defaults or opaque):
             return
         for i in idx:

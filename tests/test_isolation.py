@@ -51,6 +51,12 @@ import functools
 @functools.lru_cache(maxsize=None)
 def rate(code):
     return SETTINGS.get("rate", 1.0)
+
+def greet(*, who="world"):
+    return who
+
+import collections
+HOOKS = collections.defaultdict(list)
 """
 
 # Each pair: (name, polluting body, victim body). Polluter runs first in the file.
@@ -62,6 +68,15 @@ PAIRS = {
     "class_list": ("pkg.Config.plugins.append('x')", "assert pkg.Config.plugins == []"),
     "singleton": ("pkg.REGISTRY.items['a'] = 1", "assert pkg.REGISTRY.items == {}"),
     "mutable_default": ("pkg.remember(1)", "assert pkg.remember(2) == 1"),
+    "rebound_defaults": ("pkg.remember.__defaults__ = ([0],)", "assert pkg.remember(2) == 1"),
+    "rebound_kwdefaults": (
+        "pkg.greet.__kwdefaults__ = {'who': 'x'}",
+        "assert pkg.greet() == 'world'",
+    ),
+    "defaultdict": ("pkg.HOOKS['x'].append(1)", "assert dict(pkg.HOOKS) == {}"),
+    "instance_attr_added": ("pkg.REGISTRY.name = 'x'", "assert not hasattr(pkg.REGISTRY, 'name')"),
+    "instance_attr_rebound": ("pkg.REGISTRY.items = {'a': 1}", "assert pkg.REGISTRY.items == {}"),
+    "module_attr_rebound": ("pkg.SETTINGS = {}", "assert pkg.SETTINGS['tax'] == 0.1"),
     "closure": ("pkg.counter()", "assert pkg.counter() == 1"),
     "lru_cache": (
         "pkg.SETTINGS['rate'] = 2.0; pkg.rate('x'); del pkg.SETTINGS['rate']",
@@ -143,7 +158,7 @@ def test_fork_mode_gives_the_same_outcomes(pytester: pytest.Pytester) -> None:
     _suite(pytester)
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator", "--reset=fork")
     result.assert_outcomes(passed=2 * len(PAIRS))
-    result.stdout.fnmatch_lines(["*ran 42 test(s) in a forked child*"])
+    result.stdout.fnmatch_lines([f"*ran {2 * len(PAIRS)} test(s) in a forked child*"])
 
 
 def test_higher_scoped_fixture_state_lives_as_long_as_the_fixture(
