@@ -7,7 +7,8 @@ files (see ``_depsplugin.py``)::
              (restarted after the tests not yet run if a test kills the interpreter)
     detect   candidates: A's net writes meet B's reads            (detector.py)
     confirm  rounds of pytest --isolator-plan=PLAN runs, 1 or 2 processes at a time:
-             [B], [A, B]; then repetitions and [A, C, B] cleaner trials
+             [B], [A, B]; then repetitions, [S, A, B] when A is brittle and S its
+             state-setter, and [A, C, B] cleaner trials
     output   table / JSON / graph; .isolator/deps.json for the scheduler and `explain`
 
 Ctrl-C during confirmation keeps what was confirmed: the result is stored and printed,
@@ -26,7 +27,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Final
@@ -37,8 +39,13 @@ from isolator._types import DependencyGraph, NodeId
 
 PROG: Final = "isolator deps"
 _MAX_RESTARTS: Final = 20
-_MAX_ROUNDS: Final = 6
+# Rounds after the first: repetitions, cleaners, and one more per link of a state-setter
+# chain (a brittle setter is tried after its own setter once that one is confirmed).
+_MAX_ROUNDS: Final = 12
 _MIN_BUDGET: Final = 1.0
+_MAX_SET_ASIDE: Final = 200  # costly candidates skipped per chunk (bounds the scan)
+_FIRST_ROUND_SHARE: Final = 0.8
+_PER_TEST: Final = 0.002  # seconds a confirmation run adds to a test's recorded duration
 _RECORD_ONLY_SHOWN: Final = 200  # candidates listed by --record-only
 # Options that change which tests run or stop a run early: the recording run and the
 # confirmation runs must see the same tests and run them all.
@@ -174,9 +181,14 @@ class Progress:
 def _pytest_cmd(
     extra: Sequence[str], pytest_args: Sequence[str], last: Sequence[str] = ()
 ) -> list[str]:
-    """pytest with isolator; ``last`` goes after the user's arguments so that it wins."""
-    return [sys.executable, "-m", "pytest", "-p", "isolator", "--reset=minimal", *extra,
-            *pytest_args, *last]  # fmt: skip
+    """pytest with isolator; ``last`` goes after the user's arguments so that it wins.
+
+    Without the scheduler: the dependencies stored by an earlier run would reorder the
+    tests and keep state along its chains, so brittle tests would pass in the recording
+    run and their setters would look harmless.
+    """
+    return [sys.executable, "-m", "pytest", "-p", "isolator", "-p", "no:isolator-sched",
+            "--reset=minimal", *extra, *pytest_args, *last]  # fmt: skip
 
 
 def _read_lines(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
@@ -428,40 +440,52 @@ class Confirmer:
         return child
 
     def run(self, phase: str, seqs: list[detector.Seq]) -> None:
+        """Run ``seqs`` and wait for their results."""
         if not seqs:
             return
         t0 = time.perf_counter()
         try:
-            self._run(phase, seqs)
+            self.wait_for(self.start(seqs), phase)
         finally:
             self.phases.append((phase, len(seqs), round(time.perf_counter() - t0, 3)))
 
-    def _run(self, phase: str, seqs: list[detector.Seq]) -> None:
+    def start(self, seqs: list[detector.Seq]) -> set[int]:
+        """Hand ``seqs`` to the processes (behind what they still have to do); their ids."""
         while len(self.children) < self._jobs_for(seqs) and self.spawned < 2 + self.restarts:
             self._spawn()
-        bins: list[dict[int, detector.Seq]] = [{} for _ in self.children]
+        bins: list[list[detector.Seq]] = [[] for _ in self.children]
         load = [sum(detector.estimate_cost(s, self.durations) for s in c.pending.values())
                 for c in self.children]  # fmt: skip
         for s in seqs:
             i = load.index(min(load))
-            bins[i][self.next_id] = s
-            self.next_id += 1
+            bins[i].append(s)
             load[i] += detector.estimate_cost(s, self.durations)
+        ids: set[int] = set()
         for child, chunk in zip(self.children, bins, strict=True):
-            if chunk:
-                child.submit(chunk)
-        total = len(seqs)
-        done = 0
+            for part in plan_parts(chunk):
+                plan = {}
+                for s in part:
+                    plan[self.next_id] = s
+                    ids.add(self.next_id)
+                    self.next_id += 1
+                child.submit(plan)
+        return ids
+
+    def wait_for(self, ids: set[int], phase: str) -> None:
+        """Poll the processes until none of ``ids`` is left to run."""
+        total = len(ids)
         try:
-            while any(c.pending for c in self.children):
+            while True:
                 for child in list(self.children):
-                    done += self._poll(child)
-                self.progress.step(f"confirming ({phase})", done, total, "sequences")
-                time.sleep(0.02)
+                    self._poll(child)
+                left = sum(len(ids & c.pending.keys()) for c in self.children)
+                self.progress.step(f"confirming ({phase})", total - left, total, "sequences")
+                if not left:
+                    break
+                time.sleep(0.005)
         except BaseException:
             self.close(interrupted=True)
             raise
-        self.progress.step(f"confirming ({phase})", total, total, "sequences")
 
     def _poll(self, child: _Child) -> int:
         rc = child.proc.poll()
@@ -495,7 +519,16 @@ class Confirmer:
         done += 1
         self.restarts += 1
         if child.pending and self.restarts <= _MAX_RESTARTS:
-            self._spawn().submit(child.pending)
+            # In the order they were planned, cut where plan_parts() had cut.
+            fresh = self._spawn()
+            plan: dict[int, detector.Seq] = {}
+            for sid in sorted(child.pending):
+                seq = child.pending[sid]
+                if plan and plan[max(plan)][-1] == seq[0]:
+                    fresh.submit(plan)
+                    plan = {}
+                plan[sid] = seq
+            fresh.submit(plan)
         else:
             done += len(child.pending)
         return done
@@ -536,75 +569,167 @@ class Confirmer:
             self.ev.add(seq[: i + 1], outs[i])
 
 
-class _Pairs:
-    """Hands candidates out of the index in priority order and remembers which were tried."""
+def plan_parts(seqs: list[detector.Seq]) -> list[list[detector.Seq]]:
+    """The sequences in separate plans wherever one would start with the test the one
+    before it ended with (a sequence may swap places with the next one to avoid that).
 
-    def __init__(self, index: detector.CandidateIndex) -> None:
+    The plan runner hands the first test of the next sequence to pytest as ``nextitem``;
+    when that is the test that just ran, pytest keeps the test's own node set up, so the
+    rerun gets neither teardown nor setup of its function-scoped fixtures (parso's
+    ``differ``: ``KeyError: 'differ'``).  That showed up as tests that "fail alone" once
+    in ten runs (parso 0.8.7).  Between two plans the runner tears everything down.  The
+    order is otherwise kept: repetitions come before cleaner trials.
+    """
+    parts: list[list[detector.Seq]] = [[]]
+    held: detector.Seq | None = None
+    for s in seqs:
+        part = parts[-1]
+        if part and part[-1][-1] == s[0]:
+            if held is not None:
+                parts.append([held])
+                part = parts[-1]
+            held = s
+            continue
+        part.append(s)
+        if held is not None:
+            if held[0] != s[-1]:
+                part.append(held)
+            else:
+                parts.append([held])
+            held = None
+    if held is not None:
+        parts.append([held])
+    return [p for p in parts if p]
+
+
+class _Pairs:
+    """Hands candidates out of the index in priority order and remembers which were tried.
+
+    ``waiting``: candidates that open the next chunk (the one that did not fit in the
+    last); ``costly``: candidates costing more than a whole chunk, set aside until a chunk
+    is large enough or the cheaper ones are all out (one slow test must not spend the
+    budget of hundreds of fast ones).
+    """
+
+    def __init__(self, index: detector.CandidateIndex, ev: detector.Evidence) -> None:
         self.index = index
+        self.ev = ev
         self.gen = index.ordered()
         self.tried: list[detector.Candidate] = []
         self.done: set[tuple[NodeId, NodeId]] = set()
         self.seqs: set[detector.Seq] = set()
+        self.waiting: list[detector.Candidate] = []
+        self.costly: list[detector.Candidate] = []
+        self.gen_done = False
         self.exhausted = False
 
-    def take(self, executions: float) -> list[detector.Seq]:
-        """New sequences ([B] and [A, B]) for about ``executions`` test runs (at least one
-        candidate while any is left)."""
-        out: list[detector.Seq] = []
-        n = 0
-        while n < executions or not out:
+    def _next(self) -> detector.Candidate | None:
+        if self.waiting:
+            return self.waiting.pop(0)
+        while not self.gen_done:
             cand = next(self.gen, None)
+            if cand is None:
+                self.gen_done = True
+            elif (cand.source, cand.target) not in self.done:
+                self.done.add((cand.source, cand.target))
+                return cand
+        return self.costly.pop(0) if self.costly else None
+
+    def take(self, limit: float, cost: Callable[[detector.Seq], float] = len) -> list[detector.Seq]:
+        """New sequences ([B] and [A, B]) costing about ``limit`` (test runs, or what
+        ``cost`` says); at least one candidate while any is left."""
+        out: list[detector.Seq] = []
+        spent = 0.0
+        set_aside = 0
+        fit = [c for c in self.costly if sum(cost(s) for s in self._new(c)) <= limit]
+        if fit:  # the chunks have grown: their turn has come
+            self.costly = [c for c in self.costly if c not in fit]
+            self.waiting[:0] = fit
+        while True:
+            cand = self._next()
             if cand is None:
                 self.exhausted = True
                 break
-            if (cand.source, cand.target) in self.done:
+            new = self._new(cand)
+            c = sum(cost(s) for s in new)
+            if c > limit and not self.gen_done and set_aside < _MAX_SET_ASIDE:
+                self.costly.append(cand)
+                set_aside += 1
                 continue
-            self.done.add((cand.source, cand.target))
+            if out and spent + c > limit:
+                self.waiting.insert(0, cand)
+                break
             self.tried.append(cand)
-            n += self._add(cand, out)
+            self.seqs.update(new)
+            out += new
+            spent += c
         return out
 
     def add(self, cands: list[detector.Candidate]) -> list[detector.Seq]:
         out: list[detector.Seq] = []
         for cand in cands:
             self.tried.append(cand)
-            self._add(cand, out)
+            new = self._new(cand)
+            self.seqs.update(new)
+            out += new
         return out
 
-    def _add(self, cand: detector.Candidate, out: list[detector.Seq]) -> int:
-        n = 0
-        for seq in ((cand.target,), (cand.source, cand.target)):
-            if seq not in self.seqs:
-                self.seqs.add(seq)
-                out.append(seq)
-                n += len(seq)
-        return n
+    def _new(self, cand: detector.Candidate) -> list[detector.Seq]:
+        # The target's recorded outcome stands in for its first run alone: a pair that
+        # changes nothing costs one sequence (repeat_plan adds real runs alone otherwise).
+        first = (cand.source, cand.target)
+        seqs = [first] if cand.target in self.ev.recorded else [(cand.target,), first]
+        return [s for s in seqs if s not in self.seqs]
 
 
-def _pairs_within(conf: Confirmer, pairs: _Pairs, budget: float | None) -> None:
-    """Try candidates in priority order for ``budget`` seconds of real time; the chunks
-    are sized with the measured cost of a test run (the first one is small)."""
+def _pairs_within(
+    conf: Confirmer, pairs: _Pairs, budget: float | None, durations: dict[NodeId, float]
+) -> None:
+    """Try candidates in priority order for ``budget`` seconds of real time.
+
+    Chunks are sized with the recorded durations of their tests, scaled by what the last
+    chunk really took against that estimate (the first chunks are small): a few slow tests
+    (parso's ``test_on_itself``, seconds each) must not make a chunk overrun the budget.
+    The next chunk is handed out before the last one ends, so that the processes never
+    wait for us.
+    """
     t0 = time.perf_counter()
-    per_test = 0.01  # a cautious guess until measured
-    first = True
-    while not pairs.exhausted:
-        remaining = math.inf if budget is None else budget - (time.perf_counter() - t0)
-        if remaining <= 0.05 * (budget or 1.0):
+    deadline = math.inf if budget is None else t0 + budget
+
+    def estimate(seq: detector.Seq) -> float:
+        return detector.estimate_cost(seq, durations, per_test=_PER_TEST)
+
+    scale = 2.0  # real seconds per estimated second: a cautious guess until measured
+    measured = False
+    inflight: deque[tuple[set[int], float, float, int]] = deque()  # ids, estimate, t, n
+    last_done = t0
+    finished = 0.0  # estimated seconds of the chunks done
+    while True:
+        now = time.perf_counter()
+        free = deadline - now - scale * sum(e for _i, e, _t, _n in inflight)
+        if len(inflight) < 2 and not pairs.exhausted and free > 0.05 * (budget or 1.0):
+            # Chunks of at most 40% of what is left, so that the rate is measured again
+            # before the budget is spent.
+            allowed = max(0.4 * free / scale, 50 * _PER_TEST)
+            if not measured:
+                allowed = min(allowed, 200 * _PER_TEST)
+            chunk = pairs.take(allowed, estimate)
+            if chunk:
+                ids = conf.start(chunk)
+                inflight.append((ids, sum(estimate(s) for s in chunk), now, len(chunk)))
+                continue
+        if not inflight:
             break
-        # Chunks of at most 40% of what is left, so that the rate is measured again
-        # before the budget is spent (tests differ in cost).
-        allowed = max(0.4 * remaining / per_test, 50)
-        if first:
-            allowed = min(allowed, 200)
-        chunk = pairs.take(allowed)
-        if not chunk:
-            break
-        before = time.perf_counter()
-        conf.run("pairs", chunk)
-        spent = time.perf_counter() - before
-        n = sum(len(s) for s in chunk)
-        per_test = max(spent / max(n, 1), 0.0005)
-        first = False
+        ids, est, submitted, n = inflight.popleft()
+        conf.wait_for(ids, "pairs")
+        done = time.perf_counter()
+        # The rate over every chunk so far: with two chunks in flight the second one
+        # is often complete by the time the first one is, and timing it alone says 0.
+        finished += est
+        scale = max((done - t0) / max(finished, 1e-6), 0.05)
+        measured = True
+        conf.phases.append(("pairs", n, round(done - max(submitted, last_done), 3)))
+        last_done = done
 
 
 # ------------------------------------------------------------------------------- main
@@ -686,7 +811,8 @@ def _run(opts: argparse.Namespace, pytest_args: list[str], work: Path, progress:
     )
     notes = list(rec.notes)
     durations.update({r.nodeid: r.duration for r in records})
-    pairs = _Pairs(index)
+    ev.recorded.update({r.nodeid: r.outcome for r in records})
+    pairs = _Pairs(index, ev)
     cleaner_seqs: list[detector.Seq] = []
     interrupted = False
     t_confirm = time.perf_counter()
@@ -695,9 +821,12 @@ def _run(opts: argparse.Namespace, pytest_args: list[str], work: Path, progress:
     elif n_candidates:
         budget = None if opts.budget == 0 else max(opts.budget * rec.wall, _MIN_BUDGET)
         try:
-            _pairs_within(conf, pairs, budget)
+            # The later rounds (repetitions of what differed, cleaners, chains) are few but
+            # must fit too: the first round leaves them part of the budget.
+            first = None if budget is None else _FIRST_ROUND_SHARE * budget
+            _pairs_within(conf, pairs, first, durations)
             for _ in range(_MAX_ROUNDS):
-                late = budget is not None and time.perf_counter() - t_confirm > 2 * budget
+                late = budget is not None and time.perf_counter() - t_confirm > budget
                 extra = [] if late else detector.followers(ev, index, pairs.tried, pairs.done)
                 if extra:
                     conf.run("more writers of the same state", pairs.add(extra))

@@ -488,7 +488,13 @@ class PlanRunner(_Reports):
                     # The next sequence must start as in a fresh process: keep the
                     # higher-scoped fixtures it will use anyway, tear down the rest.
                     following = items[runnable[k + 1][1][0]] if k + 1 < len(runnable) else None
-                    if following is None or alive.must_tear_down_for(following):
+                    # The same test next (a repeat): pytest would keep it set up and the
+                    # rerun would get none of its function-scoped fixtures.
+                    if (
+                        following is None
+                        or following is item
+                        or alive.must_tear_down_for(following)
+                    ):
                         nextitem = None
                         alive.clear()
                     else:

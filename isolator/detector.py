@@ -7,7 +7,8 @@ Pure functions over plain data; the recording and the reruns happen elsewhere
         -> find_candidates()            A's net writes meet B's reads, either run order
         -> pair_plan()                  sequences [B], [A, B]
         -> Evidence (outcomes of the last test of every sequence run)
-        -> repeat_plan() / cleaner_plan()
+        -> repeat_plan() / cleaner_plan()   repetitions; [S, A, B] for a brittle A
+                                        after its state-setter S (setter_chains())
         -> build_graph()                confirmed facts, open candidates, notes
 
 Vocabulary: a *victim* passes alone and fails after its *polluter*; a *brittle* test fails
@@ -18,6 +19,7 @@ differ between repetitions are dropped as non-deterministic.
 
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -72,6 +74,33 @@ def site_root(site: StateSite) -> str:
     return site[:i]
 
 
+def parent_site(site: StateSite) -> StateSite | None:
+    """The container a nested site lives in (``m:X['a'].b`` -> ``m:X['a']``), None for a
+    module global (``m:X``) and for process-wide sites (``<env>:HOME``)."""
+    if site.startswith("<"):
+        return None
+    colon = site.find(":")
+    if colon < 0:
+        return None
+    last = -1
+    quote = ""
+    i = colon + 1
+    n = len(site)
+    while i < n:
+        ch = site[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in ".[":
+            last = i
+        i += 1
+    return site[:last] if last > colon + 1 else None
+
+
 # ------------------------------------------------------------------------------ records
 
 
@@ -81,7 +110,8 @@ class TestRecord:
 
     ``writes``: net writes left after teardown (site -> ``file:line`` or "");
     ``touched``: sites its code may write even when the net effect is nil (a cleaner that
-    resets state to its default leaves no net write); ``outcome`` is the isolated outcome.
+    resets state to its default leaves no net write), ``touched_at`` where (``file:line``,
+    when known); ``outcome`` is the isolated outcome.
     """
 
     nodeid: NodeId
@@ -92,12 +122,34 @@ class TestRecord:
     duration: float = 0.0
     index: int = 0
     scoped_writes: Mapping[StateSite, str] = field(default_factory=dict)
+    touched_at: Mapping[StateSite, str] = field(default_factory=dict)
 
     def all_writes(self) -> dict[StateSite, str]:
         """Net writes, then what its higher-scoped fixtures wrote while setting up."""
         out = dict(self.scoped_writes)
         out.update(self.writes)
         return out
+
+    def candidate_writes(self) -> dict[StateSite, str]:
+        """What it may leave behind for later tests: its net writes and, for a test that
+        failed, what its code writes as well.  A brittle test fails before (or instead of)
+        its writes; run after its own state-setter it may set state up for another test
+        (sched_suite: test_register_plugin -> test_enable_plugin -> test_plugin_enabled)."""
+        out = self.all_writes()
+        if is_bad(self.outcome):
+            for site in sorted(self.touched):
+                out.setdefault(site, self.touched_at.get(site, ""))
+        return out
+
+    def container_reads(self) -> frozenset[StateSite]:
+        """The containers its stores go through: ``X['a']['b'] = v`` reads ``X['a']``,
+        and fails (KeyError) when no earlier test created it."""
+        out = set()
+        for site in (*self.writes, *self.touched):
+            parent = parent_site(site)
+            if parent is not None:
+                out.add(parent)
+        return frozenset(out)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -109,6 +161,7 @@ class TestRecord:
             "writes": dict(sorted(self.writes.items())),
             "scoped_writes": dict(sorted(self.scoped_writes.items())),
             "touched": sorted(self.touched),
+            "touched_at": dict(sorted(self.touched_at.items())),
         }
 
     @classmethod
@@ -122,6 +175,7 @@ class TestRecord:
             duration=float(data.get("duration", 0.0)),
             index=int(data.get("index", 0)),
             scoped_writes={str(k): str(v) for k, v in dict(data.get("scoped_writes", {})).items()},
+            touched_at={str(k): str(v) for k, v in dict(data.get("touched_at", {})).items()},
         )
 
 
@@ -155,21 +209,29 @@ class CandidateIndex:
         self.where: dict[tuple[NodeId, StateSite], str] = {}  # (writer, site) -> file:line
         writers: dict[StateSite, list[NodeId]] = defaultdict(list)
         for rec in sorted(records, key=lambda r: r.index):
-            for site, loc in rec.all_writes().items():
+            for site, loc in rec.candidate_writes().items():
                 writers[site].append(rec.nodeid)
                 self.where[(rec.nodeid, site)] = loc
-        readers: dict[str, list[tuple[NodeId, StateSite]]] = defaultdict(list)
+        # (reader, site, through): ``through`` marks a container a store goes through,
+        # which only a write of that container or of one holding it can change.
+        readers: dict[str, list[tuple[NodeId, StateSite, bool]]] = defaultdict(list)
         for rec in records:
             for site in rec.reads:
-                readers[site_root(site)].append((rec.nodeid, site))
+                readers[site_root(site)].append((rec.nodeid, site, False))
+            for site in rec.container_reads() - rec.reads:
+                readers[site_root(site)].append((rec.nodeid, site, True))
         self.by_target: dict[NodeId, dict[StateSite, tuple[NodeId, ...]]] = defaultdict(dict)
         self.precise: set[tuple[NodeId, StateSite]] = set()
         self._sets: dict[StateSite, frozenset[NodeId]] = {}
+        self._writers: dict[StateSite, tuple[NodeId, ...]] = {}
+        self._entries: dict[Any, list[tuple[int, NodeId]]] = {}  # see _nearest
+        self._files: dict[NodeId, str] = {}
         for wsite, ws in writers.items():
             wtuple = tuple(ws)
             self._sets[wsite] = frozenset(ws)
-            for reader, rsite in readers.get(site_root(wsite), ()):
-                if not overlap(wsite, rsite):
+            self._writers[wsite] = wtuple
+            for reader, rsite, through in readers.get(site_root(wsite), ()):
+                if (through and len(wsite) > len(rsite)) or not overlap(wsite, rsite):
                     continue
                 if ws == [reader]:
                     continue
@@ -217,26 +279,68 @@ class CandidateIndex:
         """
         seen: set[tuple[NodeId, NodeId]] = set()
         for same_file in (True, False):
-            keyed: list[tuple[bool, int, str, NodeId, list[NodeId]]] = []
+            keyed: list[tuple[bool, int, str, NodeId]] = []
             for target in self.targets():
-                sites = self.by_target[target]
-                home = _file_of(target)
                 at = self.order.get(target, 0)
-                for site, writers in sites.items():
-                    ws = [w for w in writers if w != target and (_file_of(w) == home) == same_file]
-                    if ws:
-                        ws.sort(key=lambda w: abs(self.order.get(w, 0) - at))
-                        keyed.append(((target, site) not in self.precise, at, site, target, ws))
-            keyed.sort(key=lambda k: k[:3])  # precise matches first, then by target
-            lists = [(target, ws) for _p, _a, _s, target, ws in keyed]
-            depth = max((len(ws) for _, ws in lists), default=0)
-            for rank in range(depth):
-                for target, ws in lists:
-                    if rank < len(ws) and (ws[rank], target) not in seen:
-                        seen.add((ws[rank], target))
-                        cand = self.candidate(ws[rank], target)
+                for site in self.by_target[target]:
+                    keyed.append(((target, site) not in self.precise, at, site, target))
+            keyed.sort()  # precise matches first, then by target
+            # One lazy walk per (target, site), outwards from the target in run order: a
+            # budget only ever looks at the first few writers of each.
+            rotation = [(t, self._nearest(t, site, same_file)) for _p, _a, site, t in keyed]
+            while rotation:
+                live = []
+                for target, writers in rotation:
+                    w = next(writers, None)
+                    if w is None:
+                        continue
+                    live.append((target, writers))
+                    if (w, target) not in seen:
+                        seen.add((w, target))
+                        cand = self.candidate(w, target)
                         if cand is not None:
                             yield cand
+                rotation = live
+
+    def _nearest(self, target: NodeId, site: StateSite, same_file: bool) -> Iterator[NodeId]:
+        """The writers of ``site`` other than ``target``, of its file or of the others,
+        nearest to it in run order first (the earlier one on a tie)."""
+        home = self._file(target)
+        if same_file:
+            key = (site, home)
+            entries = self._entries.get(key)
+            if entries is None:
+                entries = [e for e in self._site_entries(site) if self._file(e[1]) == home]
+                self._entries[key] = entries
+        else:
+            entries = self._site_entries(site)
+        at = self.order.get(target, 0)
+        hi = bisect.bisect_left(entries, (at, ""))
+        lo = hi - 1
+        n = len(entries)
+        while lo >= 0 or hi < n:
+            if hi >= n or (lo >= 0 and at - entries[lo][0] <= entries[hi][0] - at):
+                w = entries[lo][1]
+                lo -= 1
+            else:
+                w = entries[hi][1]
+                hi += 1
+            if w != target and (same_file or self._file(w) != home):
+                yield w
+
+    def _site_entries(self, site: StateSite) -> list[tuple[int, NodeId]]:
+        """(run index, writer) of ``site``, in run order."""
+        entries = self._entries.get(site)
+        if entries is None:
+            entries = sorted((self.order.get(w, 0), w) for w in self._writers[site])
+            self._entries[site] = entries
+        return entries
+
+    def _file(self, nodeid: NodeId) -> str:
+        f = self._files.get(nodeid)
+        if f is None:
+            f = self._files[nodeid] = _file_of(nodeid)
+        return f
 
     def writers_of(self, target: NodeId, sites: Iterable[StateSite]) -> list[NodeId]:
         """Every writer of any of ``sites`` that ``target`` reads, in run order."""
@@ -358,11 +462,15 @@ class Evidence:
     ``runs``: sequence -> [outcome, ...]; ``crashed``: sequences whose process died.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, recorded: Mapping[NodeId, str] | None = None) -> None:
         # The recording run is not counted as a run alone: higher-scoped fixtures set up
-        # by earlier tests were still alive there, unlike in a fresh process.
+        # by earlier tests were still alive there, unlike in a fresh process.  Its
+        # outcomes (``recorded``) only stand in for a target's first run alone, so that
+        # a pair that changes nothing is refuted by one run of [A, B]; any difference
+        # is settled by real runs alone (:func:`judge_pair`).
         self.runs: dict[Seq, list[str]] = defaultdict(list)
         self.crashed: set[Seq] = set()
+        self.recorded = {k: v for k, v in (recorded or {}).items() if is_known(v)}
 
     def add(self, seq: Sequence[NodeId], outcome: str) -> None:
         if is_known(outcome):
@@ -373,6 +481,14 @@ class Evidence:
 
     def get(self, seq: Sequence[NodeId]) -> list[str]:
         return self.runs.get(tuple(seq), [])
+
+    def alone(self, target: NodeId, context: Seq = ()) -> tuple[list[str], bool]:
+        """Outcomes of ``target`` after ``context`` alone, and whether they are real runs
+        (rather than the recording run's outcome standing in)."""
+        runs = self.runs.get((*context, target), [])
+        if runs or context or target not in self.recorded:
+            return runs, True
+        return [self.recorded[target]], False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -395,10 +511,11 @@ def _badness(outcomes: Sequence[str]) -> set[bool]:
     return {is_bad(o) for o in outcomes}
 
 
-def judge_pair(ev: Evidence, source: NodeId, target: NodeId) -> Verdict:
-    """What the runs say about ``target`` after ``source`` compared with alone."""
-    alone = ev.get((target,))
-    after = ev.get((source, target))
+def judge_pair(ev: Evidence, source: NodeId, target: NodeId, context: Seq = ()) -> Verdict:
+    """What the runs say about ``target`` after ``source`` compared with alone (both after
+    ``context``, the tests that set ``source`` up: see :func:`setter_chains`)."""
+    alone, real = ev.alone(target, context)
+    after = ev.get((*context, source, target))
     if not after or not alone:
         return "untested"
     alone_bad, after_bad = _badness(alone), _badness(after)
@@ -406,16 +523,77 @@ def judge_pair(ev: Evidence, source: NodeId, target: NodeId) -> Verdict:
         return "flaky"
     if alone_bad == after_bad:
         return "none"
-    if len(alone) < REPEATS or len(after) < REPEATS:
+    if not real or len(alone) < REPEATS or len(after) < REPEATS:
         return "pending"
     return "polluter" if after_bad == {True} else "state-setter"
 
 
+Chains = Mapping[NodeId, Seq]
+
+
+def context_of(chains: Chains, source: NodeId, target: NodeId) -> Seq:
+    """The tests to run before ``source`` when judging whether ``target`` depends on it:
+    the state-setters ``source`` itself needs (none when that would run ``target`` first)."""
+    ctx = chains.get(source, ())
+    return () if target in ctx else ctx
+
+
+def judge(ev: Evidence, cand: Candidate, chains: Chains) -> tuple[Verdict, Seq]:
+    """The verdict on a candidate and the context it was reached in.
+
+    A source that fails alone is judged again after its own state-setters once the pair
+    alone says nothing: a brittle test that sets state up for a third test only does so
+    when it runs as in the suite, after its setter.  Until that trial has run, the pair is
+    undecided (``untested`` in that context).
+    """
+    first = judge_pair(ev, cand.source, cand.target)
+    ctx = context_of(chains, cand.source, cand.target)
+    if not ctx or first not in ("none", "flaky"):
+        return first, ()
+    return judge_pair(ev, cand.source, cand.target, ctx), ctx
+
+
+def _apparent_setter(ev: Evidence, cand: Candidate, ctx: Seq) -> bool:
+    """The first runs say state-setter; the repetitions are not in yet."""
+    alone, _real = ev.alone(cand.target, ctx)
+    after = ev.get((*ctx, cand.source, cand.target))
+    return _badness(alone) == {True} and _badness(after) == {False}
+
+
+def setter_chains(
+    ev: Evidence, candidates: Sequence[Candidate], apparent: bool = False
+) -> dict[NodeId, Seq]:
+    """For every brittle test with a confirmed state-setter, the tests that make it pass
+    when run before it in this order: its setter, preceded by that setter's own chain
+    (``{C: (A, B)}`` for A -> B -> C).  The first confirmed setter in candidate order
+    wins; with ``apparent``, setters still awaiting their repetition count too (to plan
+    the next trials a round early)."""
+    chains: dict[NodeId, Seq] = {}
+    by_target: dict[NodeId, list[Candidate]] = defaultdict(list)
+    for cand in candidates:
+        by_target[cand.target].append(cand)
+    changed = True
+    while changed:  # one pass per link of the longest chain
+        changed = False
+        for target, cands in by_target.items():
+            if target in chains:
+                continue
+            for cand in cands:
+                verdict, ctx = judge(ev, cand, chains)
+                if verdict == "state-setter" or (
+                    apparent and verdict == "pending" and _apparent_setter(ev, cand, ctx)
+                ):
+                    chains[target] = (*ctx, cand.source)
+                    changed = True
+                    break
+    return chains
+
+
 def judge_cleaner(
-    ev: Evidence, polluter: NodeId, cleaner: NodeId, victim: NodeId
+    ev: Evidence, polluter: NodeId, cleaner: NodeId, victim: NodeId, context: Seq = ()
 ) -> CleanerVerdict:
     """Does running ``cleaner`` between the pair make ``victim`` pass again?"""
-    runs = ev.get((polluter, cleaner, victim))
+    runs = ev.get((*context, polluter, cleaner, victim))
     if not runs:
         return "untested"
     bad = _badness(runs)
@@ -427,17 +605,21 @@ def judge_cleaner(
 
 
 def repeat_plan(ev: Evidence, candidates: Sequence[Candidate]) -> list[Seq]:
-    """Second runs for pairs whose first result differed from the target alone."""
+    """Second runs for pairs whose first result differed from the target alone, and the
+    trials of brittle sources after their state-setters (:func:`judge`)."""
+    chains = setter_chains(ev, candidates, apparent=True)
     seqs: list[Seq] = []
     seen: set[Seq] = set()
     for cand in candidates:
-        if judge_pair(ev, cand.source, cand.target) != "pending":
+        verdict, ctx = judge(ev, cand, chains)
+        if verdict != "pending" and not (ctx and verdict == "untested"):
             continue
-        for seq in ((cand.target,), (cand.source, cand.target)):
-            need = REPEATS - len(ev.get(seq))
-            for _ in range(max(0, need)):
-                if seq not in seen:
-                    seqs.append(seq)
+        for seq in ((*ctx, cand.target), (*ctx, cand.source, cand.target)):
+            have = len(ev.get(seq))  # real runs only
+            # Pending: the missing repetitions; untested in a new context: one trial.
+            need = REPEATS - have if verdict == "pending" else int(have < REPEATS)
+            if seq not in seen:
+                seqs += [seq] * max(0, need)
             seen.add(seq)
     return seqs
 
@@ -450,33 +632,36 @@ def cleaner_plan(
     overlap: Overlap = sites_overlap,
     include_pending: bool = True,
 ) -> list[Seq]:
-    """``[A, C, V]`` for every (apparent) polluter->victim pair and candidate cleaner C,
-    and the repetitions that cleaner verdicts still need."""
+    """``[A, C, V]`` for every (apparent) polluter->victim pair and candidate cleaner C
+    (after A's state-setters if it was judged after them), and the repetitions that
+    cleaner verdicts still need."""
+    chains = setter_chains(ev, candidates)
     seqs: list[Seq] = []
     seen: set[Seq] = set()
     for cand in candidates:
-        verdict = judge_pair(ev, cand.source, cand.target)
+        verdict, ctx = judge(ev, cand, chains)
         apparent = verdict == "polluter" or (
-            include_pending and verdict == "pending" and not is_bad(_first(ev, cand))
+            include_pending and verdict == "pending" and not is_bad(_first(ev, cand, ctx))
         )
         if not apparent:
             continue
         cleaners = cleaner_candidates(records, cand.source, cand.target, cand.state, overlap)
+        cleaners = [c for c in cleaners if c not in ctx]
         if max_per_pair is not None:
             cleaners = cleaners[:max_per_pair]
         for c in cleaners:
-            seq = (cand.source, c, cand.target)
+            seq = (*ctx, cand.source, c, cand.target)
             if seq in seen or seq in ev.crashed:
                 continue
             seen.add(seq)
-            v = judge_cleaner(ev, *seq)
+            v = judge_cleaner(ev, cand.source, c, cand.target, ctx)
             if v == "untested" or v == "pending":
                 seqs.append(seq)
     return seqs
 
 
-def _first(ev: Evidence, cand: Candidate) -> str:
-    alone = ev.get((cand.target,))
+def _first(ev: Evidence, cand: Candidate, ctx: Seq = ()) -> str:
+    alone, _real = ev.alone(cand.target, ctx)
     return alone[0] if alone else "failed"
 
 
@@ -485,11 +670,13 @@ def _first(ev: Evidence, cand: Candidate) -> str:
 
 @dataclass(frozen=True)
 class Finding:
-    """A candidate with its verdict (``status``: confirmed, candidate, refuted, flaky)."""
+    """A candidate with its verdict (``status``: confirmed, candidate, refuted, flaky) and
+    the tests run before the pair to reach it (``context``, see :func:`judge`)."""
 
     candidate: Candidate
     kind: Literal["polluter", "state-setter"]
     status: Literal["confirmed", "candidate", "refuted", "flaky"]
+    context: Seq = ()
 
 
 def kind_guess(
@@ -504,17 +691,18 @@ def findings(
     ev: Evidence, records: Sequence[TestRecord], candidates: Sequence[Candidate]
 ) -> list[Finding]:
     by_id = {r.nodeid: r for r in records}
+    chains = setter_chains(ev, candidates)
     out = []
     for cand in candidates:
-        verdict = judge_pair(ev, cand.source, cand.target)
+        verdict, ctx = judge(ev, cand, chains)
         if verdict == "polluter" or verdict == "state-setter":
-            out.append(Finding(cand, verdict, "confirmed"))
+            out.append(Finding(cand, verdict, "confirmed", ctx))
         elif verdict == "none":
-            out.append(Finding(cand, kind_guess(by_id, cand.target), "refuted"))
+            out.append(Finding(cand, kind_guess(by_id, cand.target), "refuted", ctx))
         elif verdict == "flaky":
-            out.append(Finding(cand, kind_guess(by_id, cand.target), "flaky"))
+            out.append(Finding(cand, kind_guess(by_id, cand.target), "flaky", ctx))
         else:
-            out.append(Finding(cand, kind_guess(by_id, cand.target), "candidate"))
+            out.append(Finding(cand, kind_guess(by_id, cand.target), "candidate", ctx))
     return out
 
 
@@ -531,6 +719,7 @@ def build_graph(
     """
     found = findings(ev, records, candidates)
     deps = []
+    contexts: dict[tuple[NodeId, NodeId], Seq] = {}
     notes = list(extra_notes)
     for f in found:
         c = f.candidate
@@ -545,24 +734,30 @@ def build_graph(
                     written_at=c.written_at,
                 )
             )
+            contexts[(c.source, c.target)] = f.context
         elif f.status == "flaky":
-            alone = outcomes_text(ev.get((c.target,)))
-            after = outcomes_text(ev.get((c.source, c.target)))
+            ctx = f.context
+            alone = outcomes_text(ev.alone(c.target, ctx)[0])
+            after = outcomes_text(ev.get((*ctx, c.source, c.target)))
+            setup = f" set up by {' -> '.join(ctx)}" if ctx else ""
             notes.append(
-                f"non-deterministic, dropped: {c.target} after {c.source} "
+                f"non-deterministic, dropped: {c.target} after {c.source}{setup} "
                 f"(alone: {alone}; after: {after})"
             )
-    tried: dict[tuple[NodeId, NodeId], list[NodeId]] = defaultdict(list)
+    # [context..., polluter, cleaner, victim]
+    tried: dict[tuple[NodeId, NodeId], list[tuple[Seq, NodeId]]] = defaultdict(list)
     for seq in tried_cleaners:
-        if len(seq) == 3:
-            tried[(seq[0], seq[2])].append(seq[1])
+        if len(seq) >= 3:
+            tried[(seq[-3], seq[-1])].append((tuple(seq[:-3]), seq[-2]))
     cleaners = []
     for d in deps:
         if not d.confirmed or d.kind != "polluter":
             continue
         good: list[NodeId] = []
-        for cleaner in tried.get((d.source, d.target), []):
-            verdict = judge_cleaner(ev, d.source, cleaner, d.target)
+        for ctx, cleaner in tried.get((d.source, d.target), []):
+            if ctx != contexts.get((d.source, d.target), ()):
+                continue
+            verdict = judge_cleaner(ev, d.source, cleaner, d.target, ctx)
             if verdict == "cleaner" and cleaner not in good:
                 good.append(cleaner)
             elif verdict == "flaky":

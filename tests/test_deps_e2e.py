@@ -22,6 +22,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 STATEKINDS = ROOT / "tests" / "data" / "statekinds"
+SCHED_SUITE = ROOT / "tests" / "data" / "sched_suite"
 EXPERIMENTS = ROOT / "experiments"
 ISOLATOR = [sys.executable, "-m", "isolator"]
 # The child runs must not shuffle, nor write a cache into the copies.
@@ -112,6 +113,54 @@ def test_statekinds_every_planted_dependency_is_found_confirmed_and_named(
     assert why.returncode == 0
     assert "test_rate_override_during_refresh" in why.stdout
     assert "sk_app.rates:get_rate" in why.stdout and "test_refresh_rates" in why.stdout
+
+
+# ------------------------------------------------------------------------ scheduler suite
+
+
+def test_sched_suite_chain_of_state_setters_is_confirmed_link_by_link(tmp_path: Path) -> None:
+    # test_enable_plugin fails alone (it needs test_register_plugin) and is the state-setter
+    # of test_plugin_enabled: that edge only shows in [register, enable, enabled].
+    expected = json.loads((SCHED_SUITE / "EXPECTED.json").read_text())
+    planted = {(e["source"], e["target"], e["kind"]) for e in expected["dependencies"]}
+    suite = _orders.fresh_copy(SCHED_SUITE, tmp_path)
+    env = {k: v for k, v in _orders.clean_env().items() if not k.startswith("SHOP_")}
+
+    def deps() -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+        proc = subprocess.run(
+            [*ISOLATOR, "deps", "--format", "json", "--output", "deps.json", *QUIET],
+            cwd=suite,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr
+        no_traceback(proc)
+        doc: dict[str, Any] = json.loads((suite / "deps.json").read_text())
+        confirmed = {(d["source"], d["target"], d["kind"]) for d in doc["dependencies"]
+                     if d["confirmed"]}  # fmt: skip
+        assert confirmed == planted, (confirmed ^ planted, proc.stderr)
+        return proc, doc
+
+    proc, doc = deps()
+    states = {(d["source"], d["target"]): d["state"] for d in doc["dependencies"]}
+    for e in expected["dependencies"]:
+        assert states[(e["source"], e["target"])][0] == e["state"][0], e
+    cleaners = {(c["polluter"], c["victim"]): c["cleaners"] for c in doc["cleaners"]}
+    assert cleaners == {
+        (e["source"], e["target"]): e["cleaners"]
+        for e in expected["dependencies"]
+        if e["kind"] == "polluter"
+    }
+    assert "non-deterministic" not in proc.stderr
+    why = isolator(suite, "explain", "tests/test_registry.py::test_plugin_enabled")
+    assert why.returncode == 0
+    assert "tests/test_registry.py::test_enable_plugin" in why.stdout
+    # Again, with the stored result in place: the scheduler must not reorder the runs nor
+    # keep state along the chains it knows (brittle tests would pass in the recording).
+    assert (suite / ".isolator" / "deps.json").exists()
+    deps()
 
 
 # ---------------------------------------------------------------------------- small suites

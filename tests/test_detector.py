@@ -3,6 +3,7 @@ without running pytest inside pytest."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -120,6 +121,47 @@ def test_writes_of_higher_scoped_fixtures_count_for_their_users() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("site", "parent"),
+    [
+        ("m:X", None),
+        ("m:X['a']", "m:X"),
+        ("m:X['a']['b']", "m:X['a']"),
+        ("m.sub:X.attr.deep", "m.sub:X.attr"),
+        ("m:X['a.b[c']", "m:X"),
+        ('m:X["it\'s"].y', 'm:X["it\'s"]'),
+        ("<env>:HOME", None),
+        ("<file>:/tmp/a.b", None),
+    ],
+)
+def test_parent_site(site: str, parent: str | None) -> None:
+    assert detector.parent_site(site) == parent
+
+
+def test_a_failed_test_writes_what_its_code_writes_and_stores_read_their_containers() -> None:
+    # sched_suite's chain: register creates PLUGINS['audit'], enable (fails alone) stores
+    # into it, enabled reads the flag enable sets.
+    register = rec("t.py::register", 0, writes={"m:P['audit']": "t.py:5"})
+    enable = dataclasses.replace(
+        rec("t.py::enable", 1, touched=("m:P['audit']['on']",), outcome="failed"),
+        touched_at={"m:P['audit']['on']": "t.py:9"},
+    )
+    enabled = rec("t.py::enabled", 2, reads=("m:P['audit']['on']",), outcome="failed")
+    # Stores into other entries of P neither depend on register nor on each other.
+    other = rec("t.py::other", 3, writes={"m:P['x']['y']": ""})
+    found = detector.find_candidates([register, enable, enabled, other])
+    cands = {(c.source, c.target): c for c in found}
+    assert set(cands) == {
+        ("t.py::register", "t.py::enable"),
+        ("t.py::register", "t.py::enabled"),
+        ("t.py::enable", "t.py::enabled"),
+    }
+    assert cands[("t.py::enable", "t.py::enabled")].written_at == ("t.py:9",)
+    # A test that passed is a writer through its net writes only.
+    assert detector.find_candidates([rec("t.py::a", 0, touched=("m:S",)),
+                                     rec("t.py::b", 1, reads=("m:S",))]) == []  # fmt: skip
+
+
 def test_ordering_tries_same_file_and_nearest_writers_first() -> None:
     # Ten tests of another file write the shared site before the nearby polluter does.
     far = [rec(f"a.py::w{i}", i, writes={"m:C['k']": ""}) for i in range(10)]
@@ -197,6 +239,56 @@ def test_repeat_and_cleaner_plans_follow_the_first_results() -> None:
     cleaners = detector.cleaner_plan(ev, records, cands)
     assert ("t.py::p", "t.py::c", "t.py::v") in cleaners
     assert all(seq[0] == "t.py::p" for seq in cleaners)
+
+
+def test_a_brittle_setter_is_judged_after_its_own_setter() -> None:
+    reg, ena, end = "t.py::register", "t.py::enable", "t.py::enabled"
+    cands = [
+        Candidate(reg, ena, ("m:P['audit']",), ("",)),
+        Candidate(reg, end, ("m:P['audit']",), ("",)),
+        Candidate(ena, end, ("m:P['audit']['on']",), ("",)),
+    ]
+    # First round: enable fails alone and passes after register; enabled fails either way.
+    ev = ev_with({(ena,): ["failed"], (reg, ena): ["passed"], (end,): ["failed"],
+                  (reg, end): ["failed"], (ena, end): ["failed"]})  # fmt: skip
+    assert detector.setter_chains(ev, cands) == {}
+    assert detector.setter_chains(ev, cands, apparent=True) == {ena: (reg,)}
+    # The repetition of register -> enable and, a round early, enable after register.
+    plan = detector.repeat_plan(ev, cands)
+    assert sorted(plan) == sorted([(ena,), (reg, ena), (reg, end), (reg, ena, end)])
+    for seq, out in [((ena,), "failed"), ((reg, ena), "passed"), ((reg, end), "failed"),
+                     ((reg, ena, end), "passed")]:  # fmt: skip
+        ev.add(seq, out)
+    assert detector.setter_chains(ev, cands) == {ena: (reg,)}
+    assert detector.judge(ev, cands[2], {ena: (reg,)}) == ("pending", (reg,))
+    assert detector.repeat_plan(ev, cands) == [(reg, ena, end)]
+    ev.add((reg, ena, end), "passed")
+    assert detector.repeat_plan(ev, cands) == []
+    assert detector.setter_chains(ev, cands) == {ena: (reg,), end: (reg, ena)}
+    graph = detector.build_graph(ev, [rec(t, i) for i, t in enumerate((reg, ena, end))], cands)
+    assert {(d.source, d.target, d.kind) for d in graph.confirmed()} == {
+        (reg, ena, "state-setter"),
+        (ena, end, "state-setter"),
+    }
+    assert not graph.notes
+    # A setter never runs after the test it is judged against.
+    assert detector.context_of({ena: (end,)}, ena, end) == ()
+
+
+def test_a_polluter_judged_after_its_setter_gets_its_cleaners_in_that_context() -> None:
+    s, p, c, v = "t.py::s", "t.py::p", "t.py::c", "t.py::v"
+    records = [rec(s, 0, writes={"m:A": ""}), rec(p, 1, outcome="failed", touched=("m:B",)),
+               rec(c, 2, touched=("m:B",)), rec(v, 3, reads=("m:B",))]  # fmt: skip
+    cands = [Candidate(s, p, ("m:A",), ("",)), Candidate(p, v, ("m:B",), ("",))]
+    ev = ev_with({(p,): ["failed"] * 2, (s, p): ["passed"] * 2, (v,): ["passed"] * 2,
+                  (p, v): ["passed"] * 2, (s, v): ["passed"] * 2,
+                  (s, p, v): ["failed"] * 2})  # fmt: skip
+    assert detector.judge(ev, cands[1], detector.setter_chains(ev, cands)) == ("polluter", (s,))
+    assert detector.cleaner_plan(ev, records, cands) == [(s, p, c, v)]
+    ev.add((s, p, c, v), "passed")
+    ev.add((s, p, c, v), "passed")
+    graph = detector.build_graph(ev, records, cands, [(s, p, c, v)])
+    assert graph.cleaners == (Cleaners(p, v, (c,)),)
 
 
 def test_pair_plan_respects_the_budget_and_shares_alone_runs() -> None:
@@ -392,3 +484,65 @@ def test_filter_pytest_args() -> None:
     assert kept == ["tests", "-k", "a and b", "-p", "no:randomly"]
     assert dropped == ["-x", "--maxfail=2", "--reset", "none", "--lf", "--junitxml", "out.xml",
                        "-n", "2"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("seqs", "n_parts"),
+    [
+        ([("b",), ("a", "b"), ("b", "c"), ("c",), ("x", "c")], 1),
+        ([("a", "b"), ("b", "c"), ("c",)], 1),
+        ([("a", "x"), ("x",)], 2),
+        # Repetitions stay ahead of the cleaner trial that follows them.
+        ([("v",), ("v",), ("p", "v"), ("p", "c", "v")], 2),
+        ([("b",), ("b",)], 2),
+        ([], 0),
+    ],
+)
+def test_plan_parts_never_start_a_sequence_with_the_test_that_just_ran(
+    seqs: list[tuple[str, ...]], n_parts: int
+) -> None:
+    # A test handed to pytest as its own nextitem would be rerun without fixture setup
+    # (parso 0.8.7's "non-deterministic" tests).
+    parts = _deps_cli.plan_parts(seqs)
+    assert sorted(s for part in parts for s in part) == sorted(seqs)
+    for part in parts:
+        assert part and all(x[-1] != y[0] for x, y in zip(part, part[1:]))
+    assert len(parts) == n_parts
+    flat = [s for part in parts for s in part]
+    if ("p", "c", "v") in seqs:
+        assert flat[-1] == ("p", "c", "v")
+
+
+def test_pairs_set_slow_candidates_aside_and_let_the_recording_stand_in_for_alone() -> None:
+    records = [
+        rec("t.py::v", 0, reads=("m:S",)),
+        rec("t.py::fast1", 1, writes={"m:S": ""}),
+        rec("t.py::slow", 2, writes={"m:S": ""}),
+        rec("t.py::fast2", 3, writes={"m:S": ""}),
+    ]
+    durations = {r.nodeid: r.duration for r in records} | {"t.py::slow": 5.0}
+    ev = Evidence({"t.py::v": "passed"})
+    pairs = _deps_cli._Pairs(CandidateIndex(records), ev)
+
+    def cost(seq: tuple[str, ...]) -> float:
+        return detector.estimate_cost(seq, durations)
+
+    # [A, V] only: V's recorded outcome stands in for its first run alone.  The slow
+    # writer waits until the cheaper candidates are out.
+    assert pairs.take(0.015, cost) == [("t.py::fast1", "t.py::v")]
+    assert pairs.costly and not pairs.exhausted
+    assert pairs.take(0.015, cost) == [("t.py::fast2", "t.py::v")]
+    assert pairs.take(0.015, cost) == [("t.py::slow", "t.py::v")]
+    assert pairs.take(0.015, cost) == [] and pairs.exhausted
+    # One run after a writer that agrees with the recording refutes; a difference needs
+    # two real runs alone before it counts.
+    ev.add(("t.py::fast1", "t.py::v"), "passed")
+    ev.add(("t.py::slow", "t.py::v"), "failed")
+    assert detector.judge_pair(ev, "t.py::fast1", "t.py::v") == "none"
+    assert detector.judge_pair(ev, "t.py::slow", "t.py::v") == "pending"
+    cands = pairs.tried
+    assert detector.repeat_plan(ev, cands) == [
+        ("t.py::v",),
+        ("t.py::v",),
+        ("t.py::slow", "t.py::v"),
+    ]

@@ -1,6 +1,6 @@
-"""The scheduler end to end: real pytest runs of ``tests/data/sched_suite`` with its
-dependency graph, under random orders, selection, pytest-xdist and execnet gateways, each
-compared with plain pytest on the same suite."""
+"""The scheduler end to end: real pytest runs of ``tests/data/sched_suite`` with the
+dependency graph ``isolator deps`` confirms on it, under random orders, selection,
+pytest-xdist and execnet gateways, each compared with plain pytest on the same suite."""
 
 from __future__ import annotations
 
@@ -20,8 +20,7 @@ from typing import Any
 
 import pytest
 
-from isolator._store import save_graph
-from isolator._types import Cleaners, Dependency, DependencyGraph
+from isolator._store import load_graph
 
 DATA = Path(__file__).parent / "data"
 SUITE = DATA / "sched_suite"
@@ -42,19 +41,11 @@ P_MODE = T + "test_env.py::test_sets_mode"
 V_MODE = T + "test_env.py::test_default_mode"
 N_TESTS = 38
 
-# What `isolator deps` finds on this suite (written by hand until the detector's e2e run).
-DEPS = (
-    Dependency("state-setter", S_CURRENCY, B_EUR, ("shopcfg:SETTINGS['currency']",), True),
-    Dependency("state-setter", S_TAX, B_TAX, ("shopcfg:SETTINGS['tax']",), True),
-    Dependency("polluter", S_TAX, V_NOTAX, ("shopcfg:SETTINGS['tax']",), True),
-    Dependency("state-setter", REGISTER, ENABLE, ("shopcfg:PLUGINS['audit']",), True),
-    Dependency("state-setter", ENABLE, ENABLED, ("shopcfg:PLUGINS['audit']",), True),
-    Dependency("polluter", P_DEBUG, V_QUIET, ("shopcfg:FLAGS['debug']",), True),
-    Dependency("polluter", P_MODE, V_MODE, ("<env>:SHOP_MODE",), True),
-)
-CLEANERS = (Cleaners(P_DEBUG, V_QUIET, (C_DEBUG,)),)
+# The planted dependencies (issue 4: the scheduler runs on what `isolator deps` confirms).
+PLANTED = json.loads((SUITE / "EXPECTED.json").read_text())["dependencies"]
 # Tests whose outcome depends on the order: the only ones allowed to fail in plain runs.
-ORDER_DEPENDENT = {B_EUR, B_TAX, V_NOTAX, ENABLE, ENABLED, V_QUIET, V_MODE}
+ORDER_DEPENDENT = {e["target"] for e in PLANTED}
+assert ORDER_DEPENDENT == {B_EUR, B_TAX, V_NOTAX, ENABLE, ENABLED, V_QUIET, V_MODE}
 CHAINS = [[S_CURRENCY, B_EUR], [S_TAX, B_TAX], [REGISTER, ENABLE, ENABLED]]
 
 
@@ -95,12 +86,27 @@ def drive(suite: Path, runs: list[list[str]], name: str) -> list[dict[str, Any]]
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the suite with the graph `isolator deps` stored in its .isolator/ (one
+    detector run for the whole module, a second or two)."""
     dest = tmp_path_factory.mktemp("sched") / "suite"
     shutil.copytree(SUITE, dest, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
-    proc = run(dest, "--collect-only", "-q", "-p", "no:isolator", "-p", "no:randomly")
-    tests = tuple(line for line in proc.stdout.splitlines() if "::" in line)
-    assert len(tests) == N_TESTS, proc.stdout
-    save_graph(dest, DependencyGraph(tests=tests, dependencies=DEPS, cleaners=CLEANERS))
+    proc = subprocess.run(
+        [sys.executable, "-m", "isolator", "deps", "-q", "-p", "no:randomly",
+         "-p", "no:cacheprovider"],
+        cwd=dest,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    graph = load_graph(dest)
+    assert len(graph.tests) == N_TESTS, graph.tests
+    found = {(d.kind, d.source, d.target) for d in graph.confirmed()}
+    missing = {(e["kind"], e["source"], e["target"]) for e in PLANTED} - found
+    assert not missing, (missing, proc.stdout, proc.stderr)
+    cleaners = {(c.polluter, c.victim): c.cleaners for c in graph.cleaners}
+    assert C_DEBUG in cleaners[(P_DEBUG, V_QUIET)], graph.cleaners
     return dest
 
 
