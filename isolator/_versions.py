@@ -26,6 +26,7 @@ import operator
 import sys
 import sysconfig
 import types
+from collections.abc import Callable
 from typing import Any
 
 _PTR = ctypes.sizeof(ctypes.c_void_p)
@@ -52,7 +53,7 @@ def _tag(d: dict[Any, Any]) -> int:
 def _self_test() -> bool:
     """Whether every kind of write we rely on moves the tag of the dict written."""
     d: dict[Any, Any] = {}
-    ops = [
+    ops: list[Callable[[], object]] = [
         lambda: d.__setitem__("a", 1),
         lambda: d.__setitem__("a", 2),
         lambda: d.update(b=2),
@@ -60,7 +61,8 @@ def _self_test() -> bool:
         lambda: d.pop("c"),
         lambda: d.__delitem__("b"),
         lambda: d.popitem(),
-        lambda: d.update(x=1) or d.clear(),
+        lambda: d.update(x=1),
+        d.clear,
     ]
     for op in ops:
         before = _tag(d)
@@ -78,9 +80,9 @@ def _self_test() -> bool:
         write()
         if _tag(sub) == before:
             return False
-    mod = types.ModuleType("_isolator_tag_probe")
+    mod: Any = types.ModuleType("_isolator_tag_probe")
     exec("X = 0\ndef f(n):\n    global X\n    X = n\n", mod.__dict__)
-    cls = type("_TagProbe", (), {"a": 0})
+    cls: Any = type("_TagProbe", (), {"a": 0})
     cls_dict = gc.get_referents(cls.__dict__)
     if len(cls_dict) != 1 or not isinstance(cls_dict[0], dict):
         return False

@@ -104,7 +104,7 @@ class Resetter:
         self.frames: list[Frame] = []
         self.threads: set[threading.Thread] = set()
         self.thread_count = 0  # _thread._count() when self.threads was taken
-        self._last_scope: tuple[object, str, Any] = (None, "", None)
+        self._last_scope: tuple[object, str, Scope | None] = (None, "", None)
         self.reset_counts: Counter[str] = Counter()
         self.opaque_reported: set[str] = set()
         self.learn_memo = learn_memo
@@ -315,8 +315,9 @@ class Resetter:
     def _reset_table(
         self, t: StateTable, out: Outcome, force: bool, check_defaults: bool = True
     ) -> None:
+        pending: list[int] = []
         if force:
-            idx, pending = t.dirty_indexes(), []
+            idx = t.dirty_indexes()
         else:
             idx, pending = t.dirty_watches()
         caches, cells, defaults, opaque = t.dirty_extras(check_defaults)
