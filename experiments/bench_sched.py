@@ -6,24 +6,33 @@ Suites:
   with planted order dependencies appended to its test modules: state-setter chains whose
   members sit in different modules, and polluter/victim pairs, all on a ``benchstate``
   module's dict.  The matching ``.isolator/deps.json`` is written next to it.  Each test can
-  be given a CPU cost (``--cost-ms``, an autouse busy-wait fixture) to model suites whose
-  tests do real work; the generated tests themselves take well under a millisecond.
+  be given a CPU cost (``--cost-ms``, an autouse fixture burning that much thread CPU time)
+  to model suites whose tests do real work; the generated tests take well under 1 ms.
 * ``parso`` (real suite, prepared by ``experiments/suites.py``): ~2,000 tests and one
   confirmed polluter (``test_change_and_undo`` breaks ``test_simple`` in the same process).
   It runs in a private copy, so the shared prepared suite never sees our ``deps.json``.
 
 Configurations: ``serial`` (plain pytest, isolator blocked), ``serial+iso`` (isolator's
-scheduler, ``--reset=none``), ``n2+iso`` (``-n 2``, isolator's xdist scheduler) and
-``n2+load`` (plain ``-n 2 --dist load``).  Repeats are interleaved.  Violations: a tiny plugin
+scheduler, ``--reset=none``), ``n2+iso`` (``-n 2``, isolator's xdist scheduler),
+``n2+load`` (plain ``-n 2 --dist load``), ``run`` (``isolator run``: supervised,
+``--reset=minimal``) and ``run-n2`` (``isolator run -n 2``).  ``n2+iso`` is compared with
+``serial``, ``run-n2`` with ``run``.  Repeats are interleaved.  Violations: a tiny plugin
 (``PYTEST_PLUGINS``) records each process's execution sequence, which is checked against
-the constraints (chains whole and in order on one worker, victims before their polluters);
-failed dependent tests are counted.
+the constraints of the run's reset mode (chains whole and in order on one worker, and back
+to back where isolator resets between tests; victims before their polluters where it does
+not); failed dependent tests are counted.
+
+Byte-code caching is on (``PYTHONDONTWRITEBYTECODE`` is dropped) and each suite gets an
+untimed warm-up run: otherwise every process re-does pytest's assertion rewriting of every
+test module, which no user's machine does, and ``-n 2`` pays it once per worker.
 
 Usage::
 
     python experiments/bench_sched.py [--repeat 3] [--cost-ms 0,5] [--suites gen,parso]
+                                      [--configs serial,n2+iso,run,run-n2]
 
-Writes experiments/results/sched.json and sched.png; prints a table.
+Writes experiments/results/sched.json and sched.png (``--out NAME``: NAME.json, NAME.png);
+prints a table with the speed-ups of each ``-n 2`` configuration over its serial one.
 """
 
 from __future__ import annotations
@@ -52,7 +61,10 @@ from isolator._types import Dependency, DependencyGraph  # noqa: E402
 EXPERIMENTS = Path(__file__).resolve().parent
 RESULTS = EXPERIMENTS / "results"
 WORK = EXPERIMENTS / "work" / "sched"
-CONFIGS = ("serial", "serial+iso", "n2+iso", "n2+load")
+CONFIGS = ("serial", "serial+iso", "n2+iso", "n2+load", "run", "run-n2")
+# Each -n 2 configuration and the serial one it is compared with.
+BASELINE = {"n2+iso": "serial", "n2+load": "serial", "run-n2": "run"}
+RESET = {"run": "minimal", "run-n2": "minimal"}  # the others: plain pytest state sharing
 
 _PLANT_MARK = "# --- planted by bench_sched.py ---"
 _COST_FIXTURE = """
@@ -65,8 +77,10 @@ _BENCH_COST = float(__import__("os").environ.get("BENCH_COST_MS", "0")) / 1000.0
 
 @pytest.fixture(autouse=True)
 def _bench_cost():
-    end = _bench_time.perf_counter() + _BENCH_COST
-    while _bench_time.perf_counter() < end:
+    # CPU time, not wall time: on a shared machine a test does the same work whatever
+    # else runs, and the CPU columns of serial and -n 2 runs stay comparable.
+    end = _bench_time.thread_time() + _BENCH_COST
+    while _bench_time.thread_time() < end:
         pass
     yield
 """
@@ -82,16 +96,17 @@ _state = {"out": None, "config": None}
 
 def pytest_configure(config):
     _state["config"] = config
+    # Opened before the tests: isolator restores files that tests (and hooks running
+    # inside a test's protocol) create, not writes to a file that was already open.
+    name = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    path = os.path.join(os.environ["BENCH_ORDER_DIR"], name + ".txt")
+    _state["out"] = open(path, "a", encoding="utf-8")
 
 
 def pytest_runtest_logreport(report):
     if _state["config"].pluginmanager.has_plugin("dsession"):
         return  # the xdist controller sees every worker's reports
     if report.when == "call" or (report.when == "setup" and not report.passed):
-        if _state["out"] is None:
-            name = os.environ.get("PYTEST_XDIST_WORKER", "main")
-            path = os.path.join(os.environ["BENCH_ORDER_DIR"], name + ".txt")
-            _state["out"] = open(path, "a", encoding="utf-8")
         _state["out"].write(report.outcome + " " + report.nodeid + "\\n")
 
 
@@ -183,8 +198,13 @@ def _make_parso(dest: Path) -> tuple[Path, Path, list[Dependency]]:
 
 
 def _cmd(python: Path, config: str, targets: list[str]) -> list[str]:
-    base = [str(python), "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"]
+    opts = ["-q", "-p", "no:randomly", "-p", "no:cacheprovider"]
+    base = [str(python), "-m", "pytest", *opts]
     plain = ["-p", "no:isolator"]
+    if config == "run":
+        return [str(python), "-m", "isolator", "run", *opts, *targets]
+    if config == "run-n2":
+        return [str(python), "-m", "isolator", "run", *opts, "-n", "2", *targets]
     if config == "serial":
         return [*base, *plain, *targets]
     if config == "serial+iso":
@@ -207,22 +227,26 @@ def read_orders(order_dir: Path) -> tuple[dict[str, list[str]], set[str]]:
             ids.setdefault(nodeid, None)
             if outcome == "failed":
                 failed.add(nodeid)
-        seqs[f.stem] = list(ids)
+        if ids:  # the xdist controller's file stays empty
+            seqs[f.stem] = list(ids)
     return seqs, failed
 
 
-def violations(seqs: dict[str, list[str]], graph: DependencyGraph) -> list[str]:
-    """Broken constraints in the per-process sequences (reset=none semantics)."""
+def violations(
+    seqs: dict[str, list[str]], graph: DependencyGraph, reset: str = "none"
+) -> list[str]:
+    """Broken constraints in the per-process sequences under ``reset``."""
     everything = [t for seq in seqs.values() for t in seq]
-    c = scheduler.build_constraints(graph, everything, "none")
+    c = scheduler.build_constraints(graph, everything, reset)
     where = {t: w for w, seq in seqs.items() for t in seq}
     bad: list[str] = []
     for e in c.edges:
         if e.kind == "state-setter" and e.before in where and where[e.before] != where[e.after]:
             bad.append(f"split chain {e.before} | {e.after}")
     for seq in seqs.values():
-        # Plain pytest keeps state between any two tests: order matters, adjacency not.
-        bad.extend(scheduler.violations(seq, c, contiguous=False))
+        # Plain pytest keeps state between any two tests: order matters, adjacency not;
+        # isolator resets between tests except inside a chain, which must be back to back.
+        bad.extend(scheduler.violations(seq, c, contiguous=reset != "none"))
     return bad
 
 
@@ -230,7 +254,7 @@ def run_config(suite: dict[str, Any], config: str, cost_ms: float, scratch: Path
     order_dir = scratch / f"{suite['name']}-{config}.order"
     shutil.rmtree(order_dir, ignore_errors=True)
     order_dir.mkdir(parents=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
+    env = _env()
     env["BENCH_COST_MS"] = str(cost_ms)
     env["BENCH_ORDER_DIR"] = str(order_dir)
     env["PYTEST_PLUGINS"] = "_bench_order"
@@ -250,7 +274,16 @@ def run_config(suite: dict[str, Any], config: str, cost_ms: float, scratch: Path
         "workers": len(seqs),
         "failed": sorted(failed),
         "failed_dependent": sorted(failed & dependent),
-        "violations": violations(seqs, graph),
+        "violations": violations(seqs, graph, RESET.get(config, "none")),
+    }
+
+
+def _env() -> dict[str, str]:
+    # Byte-code caching on, as on users' machines (see the module docstring).
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PYTEST_", "COV_")) and k != "PYTHONDONTWRITEBYTECODE"
     }
 
 
@@ -270,7 +303,7 @@ def _write_graph(root: Path, python: Path, targets: list[str], deps: list[Depend
 # -- report -----------------------------------------------------------------------------------
 
 
-def _plot(rows: list[dict[str, Any]], path: Path) -> None:
+def _plot(rows: list[dict[str, Any]], configs: list[str], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -278,11 +311,11 @@ def _plot(rows: list[dict[str, Any]], path: Path) -> None:
 
     labels = [f"{r['suite']}\n{r['cost_ms']:g} ms/test" for r in rows]
     fig, ax = plt.subplots(figsize=(max(6, 2.2 * len(rows)), 4.2))
-    width = 0.2
+    width = 0.8 / len(configs)
     colors = {"serial": "#777777", "serial+iso": "#4c72b0", "n2+iso": "#55a868",
-              "n2+load": "#c44e52"}  # fmt: skip
-    for i, config in enumerate(CONFIGS):
-        xs = [j + (i - 1.5) * width for j in range(len(rows))]
+              "n2+load": "#c44e52", "run": "#8172b2", "run-n2": "#ccb974"}  # fmt: skip
+    for i, config in enumerate(configs):
+        xs = [j + (i - (len(configs) - 1) / 2) * width for j in range(len(rows))]
         ys = [r["configs"][config]["wall_s"] for r in rows]
         bars = ax.bar(xs, ys, width, label=config, color=colors[config])
         best = [r["configs"][config]["best_s"] for r in rows]
@@ -309,7 +342,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--suites", default="gen,parso")
     parser.add_argument("--chains", type=int, default=30)
     parser.add_argument("--pairs", type=int, default=15)
+    parser.add_argument("--configs", default=",".join(CONFIGS), help="configurations to run")
+    parser.add_argument("--out", default="sched", help="results/NAME.json and NAME.png")
     args = parser.parse_args(argv)
+    chosen = [c for c in CONFIGS if c in args.configs.split(",")]
+    if set(args.configs.split(",")) - set(CONFIGS) or not chosen:
+        print(f"bench_sched: error: bad --configs {args.configs!r}", file=sys.stderr)
+        return 2
     try:
         costs = [float(c) for c in args.cost_ms.split(",") if c]
     except ValueError:
@@ -358,9 +397,11 @@ def main(argv: list[str] | None = None) -> int:
 
     rows: list[dict[str, Any]] = []
     for plan in plans:
-        runs: dict[str, list[dict[str, Any]]] = {c: [] for c in CONFIGS}
+        # Untimed: byte-code caches of the suite and isolator, files the OS caches.
+        run_config(plan, "serial", plan["cost_ms"], scratch)
+        runs: dict[str, list[dict[str, Any]]] = {c: [] for c in chosen}
         for rep in range(args.repeat):
-            order = list(CONFIGS[rep % len(CONFIGS) :] + CONFIGS[: rep % len(CONFIGS)])
+            order = chosen[rep % len(chosen) :] + chosen[: rep % len(chosen)]
             for config in order:
                 r = run_config(plan, config, plan["cost_ms"], scratch)
                 runs[config].append(r)
@@ -381,31 +422,41 @@ def main(argv: list[str] | None = None) -> int:
                 "failed_dependent": sorted({f for r in rs for f in r["failed_dependent"]}),
                 "violations": sorted({v for r in rs for v in r["violations"]}),
             }
-        serial = configs["serial"]["wall_s"]
+        for config, base in BASELINE.items():
+            if config in configs and base in configs:
+                c, b = configs[config], configs[base]
+                c["baseline"] = base
+                c["speedup"] = b["wall_s"] / c["wall_s"]
+                c["speedup_best"] = b["best_s"] / c["best_s"]
+                # Runs of one repeat are close in time: their ratio sees the same load.
+                c["speedup_paired"] = statistics.median(
+                    x["wall_s"] / y["wall_s"] for x, y in zip(runs[base], runs[config], strict=True)
+                )
+        first = configs[chosen[0]]
         rows.append({
             "suite": plan["name"],
             "cost_ms": plan["cost_ms"],
             "dependencies": len(plan["deps"]),
-            "tests": configs["serial"]["tests"],
-            "speedup_n2_iso": serial / configs["n2+iso"]["wall_s"],
-            "speedup_n2_load": serial / configs["n2+load"]["wall_s"],
-            "speedup_n2_iso_best": configs["serial"]["best_s"] / configs["n2+iso"]["best_s"],
+            "tests": first["tests"],
             "configs": configs,
         })  # fmt: skip
 
     table = []
     for r in rows:
-        for config in CONFIGS:
+        for config in chosen:
             c = r["configs"][config]
+            speed = [
+                f"{c[k]:.2f}x" if k in c else ""
+                for k in ("speedup", "speedup_paired", "speedup_best")
+            ]
             table.append([
-                r["suite"], f"{r['cost_ms']:g}", config, r["tests"], f"{c['wall_s']:.2f}",
-                f"{c['best_s']:.2f}", f"{serial_ratio(r, config, 'wall_s'):.2f}x",
-                f"{serial_ratio(r, config, 'best_s'):.2f}x", len(c["violations"]),
-                len(c["failed_dependent"]), len(c["failed"]),
+                r["suite"], f"{r['cost_ms']:g}", config, c["tests"], f"{c['wall_s']:.2f}",
+                f"{c['best_s']:.2f}", f"{c['cpu_s']:.2f}", c.get("baseline", ""), *speed,
+                len(c["violations"]), len(c["failed_dependent"]), len(c["failed"]),
             ])  # fmt: skip
     print(tabulate(table, headers=["suite", "ms/test", "config", "tests", "median s", "best s",
-                                   "speed-up (median)", "speed-up (best)", "violations",
-                                   "dependent failed", "failed"]))  # fmt: skip
+                                   "cpu s", "vs", "speed-up (median)", "(paired)", "(best)",
+                                   "violations", "dependent failed", "failed"]))  # fmt: skip
     out = {
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "machine": {
@@ -417,14 +468,10 @@ def main(argv: list[str] | None = None) -> int:
         "repeat": args.repeat,
         "rows": rows,
     }
-    (RESULTS / "sched.json").write_text(json.dumps(out, indent=1) + "\n")
-    _plot(rows, RESULTS / "sched.png")
-    print(f"wrote {RESULTS / 'sched.json'} and {RESULTS / 'sched.png'}")
+    (RESULTS / f"{args.out}.json").write_text(json.dumps(out, indent=1) + "\n")
+    _plot(rows, chosen, RESULTS / f"{args.out}.png")
+    print(f"wrote {RESULTS / args.out}.json and .png")
     return 0
-
-
-def serial_ratio(row: dict[str, Any], config: str, key: str) -> float:
-    return float(row["configs"]["serial"][key] / row["configs"][config][key])
 
 
 if __name__ == "__main__":

@@ -1,91 +1,234 @@
-"""Run one test in a forked child: the fallback for state isolator cannot restore, and
-``--reset=fork``.  The child sends its reports back through a pipe as JSON."""
+"""Run tests in forked children: the fallback for state isolator cannot restore, and
+``--reset=fork``.  Children send their reports back through a pipe as JSON.
+
+A state-setter chain (tests after which no reset happens, ``keep_state_after``) must see
+its own state: the child that ran a chain member stays alive and runs the next member too,
+so the whole chain runs in one child, as it would run in one process.  The parent drives it
+one test at a time (``ForkRunner``), so the run order, ``-x`` and xdist batches stay the
+parent's, and every test is reported when it ran.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import struct
+import traceback
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import IO, Any
 
 import pytest
 from _pytest.runner import runtestprotocol
 
 from isolator._status import describe_status
 
-_dumps = json.dumps  # our own reference: a test may monkeypatch json.dumps
+_dumps = json.dumps  # our own references: a test may monkeypatch json or os
+_loads = json.loads
+_fork = getattr(os, "fork", None)
+_exit = os._exit
 
-CAN_FORK = hasattr(os, "fork")
+CAN_FORK = _fork is not None
+_HEADER = struct.Struct("!I")
+
+Hook = Callable[[], object] | None
 
 
-def run_forked(
-    item: pytest.Item,
-    nextitem: pytest.Item | None,
-    before: Callable[[], object] | None = None,
-    after: Callable[[], object] | None = None,
-) -> list[pytest.TestReport]:
-    """Run ``item``'s protocol in a child process and return its reports.
+@dataclass
+class _Child:
+    """A forked child waiting for the next test of its chain (``cmd``: where to say which)."""
 
-    ``before``/``after`` run in the child around the test: the filesystem is shared with
-    the parent, so files the test wrote are put back before the child exits.
+    pid: int
+    cmd: IO[bytes]
+    reports: IO[bytes]
+
+
+class ForkRunner:
+    """Forked runs of one session.
+
+    ``chain`` is the child of an unfinished state-setter chain: it ran the previous test,
+    kept its state and waits for the next test, which must run there too.
     """
-    config = item.config
-    r, w = os.pipe()
-    pid = os.fork()
+
+    def __init__(self) -> None:
+        self.chain: _Child | None = None
+
+    @property
+    def chained(self) -> bool:
+        return self.chain is not None
+
+    def run(
+        self,
+        item: pytest.Item,
+        nextitem: pytest.Item | None,
+        keep: bool = False,
+        before: Hook = None,
+        after: Hook = None,
+    ) -> list[pytest.TestReport]:
+        """Run ``item`` in a child (the open chain's, else a new one) and return its reports.
+
+        ``keep``: no reset after ``item``: the child stays alive for ``nextitem``.
+        ``before``/``after`` run in a new child before its first test and after its last:
+        the filesystem is shared with the parent, so files the tests wrote are put back.
+        """
+        keep = keep and nextitem is not None
+        child = self.chain
+        if child is None:
+            child = _spawn(item, nextitem if keep else None, keep, before, after)
+        else:
+            following = nextitem.nodeid if keep and nextitem is not None else None
+            msg = {"run": item.nodeid, "next": following, "keep": keep}
+            try:
+                child.cmd.write(_dumps(msg).encode() + b"\n")
+                child.cmd.flush()
+            except OSError:
+                pass  # the child is gone: reported as a crash below
+        data = _read_message(child.reports)
+        got = _reports(item, data)
+        # An error message means the child stopped after it (see _child_loop).
+        if keep and got and isinstance(data, list):
+            self.chain = child
+        else:
+            self.chain = None
+            status = _finish(child)
+            if not got:
+                how = describe_status(status)
+                got = [_crash_report(item, f"isolator: the test process crashed ({how})")]
+        # The parent's fixture stack must follow the item chain as if the test ran here.
+        try:
+            item.session._setupstate.teardown_exact(nextitem)
+        except Exception:
+            pass
+        return got
+
+    def close(self) -> None:
+        """End an unfinished chain (the run stopped before its next test)."""
+        if self.chain is not None:
+            child, self.chain = self.chain, None
+            _finish(child)
+
+
+def _spawn(
+    item: pytest.Item, nextitem: pytest.Item | None, keep: bool, before: Hook, after: Hook
+) -> _Child:
+    assert _fork is not None
+    cmd_r, cmd_w = os.pipe()
+    rep_r, rep_w = os.pipe()
+    pid = _fork()
     if pid == 0:  # child
         code = 0
         try:
-            os.close(r)
-            if before is not None:
-                before()
-            reports = runtestprotocol(item, nextitem=None, log=False)
-            if after is not None:
-                after()
-            data = [
-                config.hook.pytest_report_to_serializable(config=config, report=rep)
-                for rep in reports
-            ]
-            payload = _dumps(data).encode()
-            with os.fdopen(w, "wb") as f:
-                f.write(payload)
+            os.close(cmd_w)
+            os.close(rep_r)
+            code = _child_loop(item, nextitem, keep, cmd_r, rep_w, before, after)
         except BaseException:
             code = 70
         finally:
-            os._exit(code)
-    os.close(w)
-    chunks = []
-    with os.fdopen(r, "rb") as f:
-        while True:
-            b = f.read(65536)
-            if not b:
-                break
-            chunks.append(b)
-    _, status = os.waitpid(pid, 0)
-    raw = b"".join(chunks)
-    got: list[pytest.TestReport] = []
-    if raw:
+            _exit(code)
+    os.close(cmd_r)
+    os.close(rep_w)
+    return _Child(pid, os.fdopen(cmd_w, "wb"), os.fdopen(rep_r, "rb"))
+
+
+def _child_loop(
+    item: pytest.Item,
+    nextitem: pytest.Item | None,
+    keep: bool,
+    cmd_fd: int,
+    rep_fd: int,
+    before: Hook,
+    after: Hook,
+) -> int:
+    """Run ``item``, then, while the parent says no reset happens, the tests it names."""
+    config = item.config
+    by_id: dict[str, pytest.Item] | None = None
+    cmd = os.fdopen(cmd_fd, "rb")
+    out = os.fdopen(rep_fd, "wb")
+    if before is not None:
+        before()
+    while True:
         try:
-            for d in json.loads(raw):
-                rep = config.hook.pytest_report_from_serializable(config=config, data=d)
-                if rep.skipped and isinstance(rep.longrepr, list):
-                    # JSON has no tuples; pytest expects (path, lineno, reason) for skips.
-                    rep.longrepr = tuple(rep.longrepr)
-                got.append(rep)
-        except ValueError:
-            got = []
-    if not got:
-        got = [_crash_report(item, status)]
-    # The parent's fixture stack must follow the item chain as if the test ran here.
+            # The last test of a child tears everything down, as in a process of its own.
+            reports = runtestprotocol(item, nextitem=nextitem if keep else None, log=False)
+            payload: Any = [
+                config.hook.pytest_report_to_serializable(config=config, report=rep)
+                for rep in reports
+            ]
+        except BaseException:
+            payload = {"error": traceback.format_exc()}
+            keep = False
+        data = _dumps(payload).encode()
+        out.write(_HEADER.pack(len(data)) + data)
+        out.flush()
+        if not keep:
+            break
+        line = cmd.readline()
+        if not line:
+            break  # the parent stopped the chain
+        msg = _loads(line)
+        if by_id is None:
+            by_id = {}
+            for it in item.session.items:
+                by_id.setdefault(it.nodeid, it)
+        found = by_id.get(msg["run"])
+        if found is None:
+            err = {"error": f"isolator: {msg['run']} is not in this process's collection"}
+            data = _dumps(err).encode()
+            out.write(_HEADER.pack(len(data)) + data)
+            break
+        item = found
+        nextitem = by_id.get(msg["next"]) if msg["next"] else None
+        keep = bool(msg["keep"])
+    out.close()
+    if after is not None:
+        after()
+    return 0
+
+
+def _read_message(f: IO[bytes]) -> Any:
+    """One message from a child, or None when it died before sending it all."""
+    head = f.read(_HEADER.size)
+    if len(head) < _HEADER.size:
+        return None
+    (size,) = _HEADER.unpack(head)
+    body = f.read(size)
+    if len(body) < size:
+        return None
     try:
-        item.session._setupstate.teardown_exact(nextitem)
-    except Exception:
+        return _loads(body)
+    except ValueError:
+        return None
+
+
+def _finish(child: _Child) -> int:
+    """Let the child go (it ends on EOF) and reap it; returns its wait status."""
+    try:
+        child.cmd.close()
+    except OSError:
         pass
+    child.reports.close()
+    _, status = os.waitpid(child.pid, 0)
+    return status
+
+
+def _reports(item: pytest.Item, data: Any) -> list[pytest.TestReport]:
+    config = item.config
+    if isinstance(data, dict):
+        return [_crash_report(item, f"isolator: in the forked child: {data.get('error')}")]
+    if not isinstance(data, list):
+        return []
+    got: list[pytest.TestReport] = []
+    for d in data:
+        rep = config.hook.pytest_report_from_serializable(config=config, data=d)
+        if rep.skipped and isinstance(rep.longrepr, list):
+            # JSON has no tuples; pytest expects (path, lineno, reason) for skips.
+            rep.longrepr = tuple(rep.longrepr)
+        got.append(rep)
     return got
 
 
-def _crash_report(item: pytest.Item, status: int) -> pytest.TestReport:
-    how = describe_status(status)
-    longrepr: Any = f"isolator: the test process crashed ({how}) while running {item.nodeid}"
+def _crash_report(item: pytest.Item, why: str) -> pytest.TestReport:
+    longrepr: Any = f"{why} while running {item.nodeid}"
     return pytest.TestReport(
         nodeid=item.nodeid,
         location=item.location,

@@ -83,11 +83,17 @@ class XdistHooks:
 class DependencyScheduling:
     """xdist ``Scheduling`` protocol: dependency units to one worker each, the rest balanced.
 
+    When the queue is empty and a worker runs dry, it steals whole units that another
+    worker has not started (xdist's ``steal`` command, all or nothing), so that a batch of
+    slow tests sent to one worker does not leave the other idle at the end.
+
     Shape of the state::
 
         node2collection = {worker: [nodeid, ...]}     # as reported, all identical
         node2pending    = {worker: [item index, ...]} # sent, not yet completed
+        node2units      = {worker: deque([[item index, ...], ...])}  # the same, by unit
         queue           = deque([[item index, ...], ...])  # units not yet sent
+        stealing        = (worker, [unit, ...]) | None     # steal request in flight
     """
 
     def __init__(
@@ -108,6 +114,8 @@ class DependencyScheduling:
         self.numnodes = len(parse_tx_spec_config(config)) if numnodes is None else numnodes
         self.node2collection: dict[Any, list[str]] = {}
         self.node2pending: dict[Any, list[int]] = {}
+        self.node2units: dict[Any, deque[list[int]]] = {}
+        self.stealing: tuple[Any, list[list[int]]] | None = None
         self.queue: deque[list[int]] = deque()
         self.queued_tests = 0
         self.collection: list[str] | None = None
@@ -125,7 +133,7 @@ class DependencyScheduling:
 
     @property
     def tests_finished(self) -> bool:
-        if not self.collection_is_completed or self.queue:
+        if not self.collection_is_completed or self.queue or self.stealing is not None:
             return False
         # A worker runs its last test only once told what comes next (or to shut down).
         return all(len(p) < 2 for p in self.node2pending.values())
@@ -139,6 +147,7 @@ class DependencyScheduling:
     def add_node(self, node: Any) -> None:
         assert node not in self.node2pending
         self.node2pending[node] = []
+        self.node2units[node] = deque()
 
     def add_node_collection(self, node: Any, collection: Sequence[str]) -> None:
         assert node in self.node2pending
@@ -155,17 +164,48 @@ class DependencyScheduling:
 
     def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
         self.node2pending[node].remove(item_index)
+        units = self.node2units[node]
+        for unit in units:  # the first unit, unless a worker skipped ahead
+            if item_index in unit:
+                unit.remove(item_index)
+                if not unit:
+                    units.remove(unit)
+                break
         self._refill(node)
 
     def mark_test_pending(self, item: str) -> None:
         raise NotImplementedError()
 
     def remove_pending_tests_from_node(self, node: Any, indices: Sequence[int]) -> None:
-        raise NotImplementedError()
+        """The answer to a steal request: ``indices`` left ``node``'s queue (or none did)."""
+        asked, self.stealing = self.stealing, None
+        got = set(indices)
+        if asked is not None and asked[0] is node and got and node in self.node2pending:
+            units = asked[1]
+            assert self.collection is not None
+            stolen = [u for u in units if got.issuperset(u)]
+            ids = {id(u) for u in stolen}
+            self.node2units[node] = deque(u for u in self.node2units[node] if id(u) not in ids)
+            self.node2pending[node] = [i for i in self.node2pending[node] if i not in got]
+            chains = self.plugin.worker_chains.get(str(node.gateway.id), [])
+            for u in stolen:
+                chain = [self.collection[i] for i in u]
+                if chain in chains:
+                    chains.remove(chain)
+            self.queue.extendleft(reversed(stolen))
+            self.queued_tests += sum(len(u) for u in stolen)
+            self.log(f"stole {len(got)} test(s) from {node}")
+        for other in self.nodes:
+            self._refill(other)
 
     def remove_node(self, node: Any) -> str | None:
         pending = self.node2pending.pop(node)
+        self.node2units.pop(node, None)
+        if self.stealing is not None and self.stealing[0] is node:
+            self.stealing = None  # its tests come back below
         if not pending:
+            for other in self.nodes:
+                self._refill(other)  # someone may have waited for a steal from it
             return None
         assert self.collection is not None
         crashitem = self.collection[pending[0]]
@@ -206,15 +246,19 @@ class DependencyScheduling:
             self.log(f"Shutting down unused node {node}")
             node.shutdown()
 
-        # Initial distribution: a quarter of the tests, round robin, the rest on demand.
+        # Initial distribution: a quarter of the tests, the rest on demand.  Consecutive
+        # units per worker, in one message: a worker then crosses fewer module boundaries
+        # (module fixtures, isolator's full checks), and each message costs a round of
+        # pickling and a pipe write on both sides.
         target = max(1, len(self.collection) // (4 * max(1, len(self.nodes))))
-        progress = True
-        while self.queue and progress:
-            progress = False
-            for node in self.nodes:
-                if self.queue and len(self.node2pending[node]) < target:
-                    self._send(node, [self.queue.popleft()])
-                    progress = True
+        for node in self.nodes:
+            batch: list[list[int]] = []
+            size = 0
+            while self.queue and size < target:
+                batch.append(self.queue.popleft())
+                size += len(batch[-1])
+            if batch:
+                self._send(node, batch)
         if not self.queue:
             for node in self.nodes:
                 node.shutdown()
@@ -225,7 +269,7 @@ class DependencyScheduling:
         if node.shutting_down:
             return
         if not self.queue:
-            node.shutdown()
+            self._balance()
             return
         nnodes = max(1, len(self.node2pending))
         low = max(2, self.queued_tests // nnodes // 4)
@@ -250,7 +294,48 @@ class DependencyScheduling:
                 chain: list[NodeId] = [self.collection[i] for i in unit]
                 self.plugin.worker_chains.setdefault(str(node.gateway.id), []).append(chain)
         self.node2pending[node].extend(indices)
+        self.node2units[node].extend(list(u) for u in units)
         node.send_runtest_some(indices)
+
+    def _balance(self) -> None:
+        """The queue is empty: workers that ran dry steal from the busiest, else stop."""
+        if self.queue or self.stealing is not None:
+            return
+        idle = [n for n, p in self.node2pending.items() if not n.shutting_down and len(p) < 2]
+        if not idle:
+            return
+        busy = sorted(
+            (n for n in self.node2pending if n not in idle),
+            key=lambda n: -len(self.node2pending[n]),
+        )
+        for victim in busy:
+            units = self._stealable(victim)
+            if units and hasattr(victim, "send_steal"):
+                self.stealing = (victim, units)
+                victim.send_steal([i for u in units for i in u])
+                return
+        # Nothing to take over: the idle workers run their last test and finish.
+        for node in idle:
+            node.shutdown()
+
+    def _stealable(self, node: Any) -> list[list[int]]:
+        """Whole units from the end of ``node``'s queue, about half its pending tests.
+
+        The worker holds the test it runs and the next one outside its queue: units that
+        touch those two stay.
+        """
+        pending = self.node2pending[node]
+        started = set(pending[:2])
+        want = (len(pending) - 2 + 1) // 2
+        out: list[list[int]] = []
+        size = 0
+        for unit in reversed(self.node2units[node]):
+            if size >= want or started.intersection(unit):
+                break
+            out.append(unit)
+            size += len(unit)
+        out.reverse()
+        return out
 
     def _same_collections(self) -> bool:
         items = list(self.node2collection.items())

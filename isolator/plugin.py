@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from isolator import _config
-from isolator._fork import CAN_FORK, run_forked
+from isolator._fork import CAN_FORK, ForkRunner
 from isolator._store import STORE_DIR, StoreError, read_json, write_json_atomic
 from isolator._types import AccessLog, ResetPlan
 from isolator.resetter import Resetter
@@ -114,6 +114,7 @@ class IsolatorPlugin:
         self.forked: dict[str, str] = {}
         self.fork_plan: dict[str, str] = {}
         self.fork_reasons: dict[str, str] = {}
+        self.forks = ForkRunner()
         self.scoped: set[int] = set()
         self.recovered: list[str] = []
         self.store = config.rootpath / STORE_DIR
@@ -124,6 +125,13 @@ class IsolatorPlugin:
         self.module_of: dict[int, tuple[object, Any]] = {}
 
     # ----------------------------------------------------------------- session
+
+    def _supervised(self) -> str | None:
+        """The supervisor's directory, in the process the supervisor started (xdist passes
+        the option on to its workers, which must leave the supervisor's files alone)."""
+        if hasattr(self.config, "workerinput"):
+            return None
+        return self.config.getoption("isolator_supervised")  # type: ignore[no-any-return]
 
     def _is_controller(self) -> bool:
         return self.config.pluginmanager.has_plugin("dsession")
@@ -142,7 +150,7 @@ class IsolatorPlugin:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
-        sup = self.config.getoption("isolator_supervised")
+        sup = self._supervised()
         if sup:
             write_json_atomic(
                 os.path.join(sup, "collected.json"), [i.nodeid for i in session.items]
@@ -227,6 +235,17 @@ class IsolatorPlugin:
                 plan[nodeid] = "--isolator-fork"
             elif any(_match(nodeid, p) for p in self.settings.fork):
                 plan[nodeid] = "[tool.isolator] fork"
+        # A state-setter chain with a forked test runs whole in one child (ForkRunner), from
+        # its first test on, so that the chain's state never reaches this process.
+        chain: list[str] = []
+        for item in items:
+            chain.append(item.nodeid)
+            if item.nodeid in self.keep_state_after:
+                continue
+            if len(chain) > 1 and any(t in plan for t in chain):
+                for t in chain:
+                    plan.setdefault(t, "state-setter chain of a forked test")
+            chain = []
         return plan
 
     @pytest.hookimpl(tryfirst=True)
@@ -235,15 +254,21 @@ class IsolatorPlugin:
             return None
         why = self.fork_plan.get(item.nodeid)
         if not why:
-            return None
+            if not self.forks.chained:
+                return None
+            # The previous test kept its state for this one, in a forked child: run there.
+            why = "state-setter chain of a forked test"
         self.fork_reasons[item.nodeid] = why
         ihook = item.ihook
         ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
         r = self.resetter
         assert r is not None
-        for rep in run_forked(item, nextitem, r.begin_test, r.restore_files):
+        keep = item.nodeid in self.keep_state_after
+        for rep in self.forks.run(item, nextitem, keep, r.begin_test, r.restore_files):
             ihook.pytest_runtest_logreport(report=rep)
         ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        if item.session.shouldfail or item.session.shouldstop:
+            self.forks.close()  # -x: the rest of the chain will not run
         return True
 
     @pytest.hookimpl(wrapper=True)
@@ -293,7 +318,7 @@ class IsolatorPlugin:
             )
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        sup = self.config.getoption("isolator_supervised")
+        sup = self._supervised()
         if sup:
             with open(os.path.join(sup, "finished"), "w", encoding="ascii") as f:
                 f.write("1\n")

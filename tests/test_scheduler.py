@@ -210,11 +210,15 @@ class FakeNode:
     def __init__(self, gid: str) -> None:
         self.gateway = FakeGateway(gid)
         self.sent: list[list[int]] = []
+        self.steals: list[list[int]] = []
         self.shutting_down = False
 
     def send_runtest_some(self, indices: list[int]) -> None:
         assert not self.shutting_down
         self.sent.append(list(indices))
+
+    def send_steal(self, indices: list[int]) -> None:
+        self.steals.append(list(indices))
 
     def shutdown(self) -> None:
         self.shutting_down = True
@@ -234,10 +238,16 @@ class FakePlugin:
 
 
 def run_fake(
-    collection: list[str], g: DependencyGraph, nnodes: int = 2, rng_seed: int = 0
+    collection: list[str],
+    g: DependencyGraph,
+    nnodes: int = 2,
+    rng_seed: int = 0,
+    slow: dict[str, int] | None = None,
 ) -> tuple[dict[str, list[str]], DependencyScheduling]:
-    """Drive the scheduler like xdist's DSession, completing tests in random order."""
+    """Drive the scheduler like xdist's DSession and workers: each step one worker runs a
+    test (a test in ``slow`` takes that many steps), or answers a steal request."""
     rng = random.Random(rng_seed)
+    slow = slow or {}
     plugin = FakePlugin(g)
     sched = DependencyScheduling(None, None, plugin, numnodes=nnodes)  # type: ignore[arg-type]
     nodes = [FakeNode(f"gw{i}") for i in range(nnodes)]
@@ -250,21 +260,44 @@ def run_fake(
     ran: dict[str, list[str]] = {n.gateway.id: [] for n in nodes}
     queues: dict[FakeNode, list[int]] = {n: [] for n in nodes}
     seen: dict[FakeNode, int] = {n: 0 for n in nodes}
-    for _ in range(10 * len(collection) + 10):
+    left: dict[FakeNode, int] = {n: 0 for n in nodes}  # steps the running test still takes
+    sched.steps = 0  # type: ignore[attr-defined]
+    for _ in range(100 * len(collection) + 10):
         for n in nodes:
             for batch in n.sent[seen[n] :]:
                 queues[n].extend(batch)
             seen[n] = len(n.sent)
+        asked = [n for n in nodes if n.steals]
+        if asked and rng.random() < 0.5:
+            # As xdist's worker: all requested tests leave its queue, or none does (the
+            # running test and the next one are out of the queue).
+            n = asked[0]
+            want = n.steals.pop(0)
+            queued = queues[n][2:]
+            got = want if set(want) <= set(queued) else []
+            queues[n] = [i for i in queues[n] if i not in got]
+            sched.remove_pending_tests_from_node(n, got)
+            continue
         # A worker runs a test only when it knows the next one or was told to shut down.
         ready = [n for n in nodes if len(queues[n]) >= 2 or (queues[n] and n.shutting_down)]
         if not ready:
+            if asked:
+                continue
             break
-        n = rng.choice(ready)
-        idx = queues[n].pop(0)
-        ran[n.gateway.id].append(collection[idx])
-        sched.mark_test_complete(n, idx)
+        sched.steps += 1  # type: ignore[attr-defined]
+        for n in ready:  # every worker that can run makes progress in a step
+            idx = queues[n][0]
+            if left[n] == 0:
+                left[n] = slow.get(collection[idx], 1)
+            left[n] -= 1
+        for n in ready:
+            if left[n] == 0:
+                idx = queues[n].pop(0)
+                ran[n.gateway.id].append(collection[idx])
+                sched.mark_test_complete(n, idx)
     assert sched.tests_finished
     assert all(n.shutting_down for n in nodes)
+    assert not any(queues.values())
     return ran, sched
 
 
@@ -310,3 +343,57 @@ def test_xdist_crashed_worker_hands_back_its_pending_tests() -> None:
     assert sched.has_pending
     resent = [i for batch in b.sent for i in batch]
     assert set(pending_a[1:]) <= set(resent)
+
+
+def test_xdist_initial_distribution_is_one_message_per_worker() -> None:
+    # Each message costs a round of pickling and a pipe write on both sides: the first
+    # quarter of the tests goes out in one batch per worker, not one message per unit.
+    collection = [f"t{i}" for i in range(400)]
+    plugin = FakePlugin(graph(setter("t0", "t1")))
+    sched = DependencyScheduling(None, None, plugin, numnodes=2)  # type: ignore[arg-type]
+    a, b = FakeNode("gw0"), FakeNode("gw1")
+    for n in (a, b):
+        sched.add_node(n)
+        sched.add_node_collection(n, collection)
+    sched.schedule()
+    assert len(a.sent) == 1 and len(b.sent) == 1
+    sizes = sorted(len(n.sent[0]) for n in (a, b))
+    assert sizes[0] >= 50 and sum(sizes) <= 200 + 1
+    first = a.sent[0] if 0 in a.sent[0] else b.sent[0]
+    assert first.index(1) == first.index(0) + 1  # the chain stays whole and in order
+
+
+def test_xdist_idle_worker_steals_whole_units() -> None:
+    # The first worker's first batch is all slow tests: the other worker, idle once the
+    # fast ones are done, takes over whole units that were not started, chains included.
+    collection = [f"t{i}" for i in range(80)]
+    g = graph(setter("t6", "t7"), setter("t7", "t8"))
+    slow = {f"t{i}": 20 for i in range(10)}
+    ran, sched = run_fake(collection, g, slow=slow, rng_seed=1)
+    assert sorted(t for ts in ran.values() for t in ts) == sorted(collection)
+    (ts,) = [ts for ts in ran.values() if "t6" in ts]
+    assert ts[ts.index("t6") : ts.index("t6") + 3] == ["t6", "t7", "t8"]
+    # Without stealing one worker would run all ten slow tests alone (200 steps).
+    ran_slow = sorted(sum(t in slow for t in ts) for ts in ran.values())
+    assert ran_slow[0] >= 3, ran_slow
+    assert sched.steps < 150  # type: ignore[attr-defined]
+    chains = [ch for chs in sched.plugin.worker_chains.values() for ch in chs]
+    assert chains == [["t6", "t7", "t8"]]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_xdist_stealing_keeps_chains_whole_under_random_timing(seed: int) -> None:
+    rng = random.Random(seed)
+    collection = [f"t{i}" for i in range(60)]
+    g = graph(setter("t5", "t6"), setter("t40", "t41"), setter("t41", "t42"), polluter("t9", "t2"))
+    c = scheduler.build_constraints(g, collection, "none")
+    order = list(scheduler.repair(collection, c).order)
+    slow = {t: rng.randint(1, 15) for t in order}
+    ran, _ = run_fake(order, g, nnodes=rng.choice([2, 3]), rng_seed=seed, slow=slow)
+    assert sorted(t for ts in ran.values() for t in ts) == sorted(collection)
+    for chain in (["t5", "t6"], ["t40", "t41", "t42"]):
+        (ts,) = [ts for ts in ran.values() if chain[0] in ts]
+        i = ts.index(chain[0])
+        assert ts[i : i + len(chain)] == chain
+    (ts,) = [ts for ts in ran.values() if "t2" in ts]
+    assert "t9" in ts and ts.index("t2") < ts.index("t9")

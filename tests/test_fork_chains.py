@@ -1,0 +1,196 @@
+"""State-setter chains in forked children: ``--reset=fork`` and the fork fallback run a
+chain (no reset between its tests) in one child, and still isolate polluters from victims.
+Real pytest runs in subprocesses, with the dependency graph in ``.isolator/deps.json``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from isolator._fork import CAN_FORK
+from isolator._store import save_graph
+from isolator._types import Dependency, DependencyGraph
+
+pytestmark = pytest.mark.skipif(not CAN_FORK, reason="needs os.fork")
+
+SETTER = "tests/test_a_setup.py::test_set_currency"
+POLLUTER = "tests/test_a_setup.py::test_turn_on_debug"
+VICTIM = "tests/test_b_shop.py::test_quiet_by_default"
+BRITTLE = "tests/test_b_shop.py::test_price_in_eur"
+BRITTLE2 = "tests/test_c_more.py::test_rate_after_eur"
+AFTER = "tests/test_c_more.py::test_clean_after_the_chain"
+TESTS = (SETTER, POLLUTER, VICTIM, BRITTLE, BRITTLE2, AFTER)
+
+PKG = 'SETTINGS = {"currency": "USD"}\nFLAGS = {"debug": False}\n'
+SETUP = """
+import shopcfg
+
+def test_set_currency():
+    shopcfg.SETTINGS["currency"] = "EUR"
+
+def test_turn_on_debug():
+    shopcfg.FLAGS["debug"] = True
+"""
+SHOP = """
+import shopcfg
+
+def test_quiet_by_default():
+    assert shopcfg.FLAGS["debug"] is False
+
+def test_price_in_eur():
+    assert shopcfg.SETTINGS["currency"] == "EUR"
+    shopcfg.SETTINGS["rate"] = 1.1
+"""
+MORE = """
+import shopcfg
+
+def test_rate_after_eur():
+    assert shopcfg.SETTINGS.get("rate") == 1.1
+
+def test_clean_after_the_chain():
+    assert shopcfg.SETTINGS == {"currency": "USD"}
+"""
+
+
+def _suite(pytester: pytest.Pytester, chain: bool = True, **bodies: str) -> None:
+    """The shop suite: setter -> brittle -> brittle2 across three modules, and a polluter
+    that runs before its victim in declared order."""
+    pytester.makepyfile(shopcfg=PKG)
+    tests = pytester.mkdir("tests")
+    files = {"test_a_setup": SETUP, "test_b_shop": SHOP, "test_c_more": MORE, **bodies}
+    for name, body in files.items():
+        (tests / f"{name}.py").write_text(body)
+    deps = [Dependency("polluter", POLLUTER, VICTIM, ("shopcfg:FLAGS['debug']",), True)]
+    if chain:
+        deps += [
+            Dependency("state-setter", SETTER, BRITTLE, ("shopcfg:SETTINGS['currency']",), True),
+            Dependency("state-setter", BRITTLE, BRITTLE2, ("shopcfg:SETTINGS['rate']",), True),
+        ]
+    save_graph(pytester.path, DependencyGraph(tests=TESTS, dependencies=tuple(deps)))
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "-rA", *args
+    )
+
+
+def _outcomes(result: pytest.RunResult) -> dict[str, str]:
+    out = {}
+    for line in result.stdout.lines:
+        word, _, rest = line.partition(" ")
+        if word in ("PASSED", "FAILED", "ERROR") and rest.startswith("tests/"):
+            out[rest.split(" ")[0]] = word.lower()
+    return out
+
+
+def test_without_the_chain_fork_mode_breaks_the_brittle_tests(pytester: pytest.Pytester) -> None:
+    # The control: each test in a child of its own cannot see its setter's state.
+    _suite(pytester, chain=False)
+    got = _outcomes(_run(pytester, "--reset=fork"))
+    assert got[BRITTLE] == "failed" and got[BRITTLE2] == "failed"
+    assert got[VICTIM] == "passed"
+
+
+def test_fork_mode_runs_a_chain_in_one_child(pytester: pytest.Pytester) -> None:
+    _suite(pytester)
+    result = _run(pytester, "--reset=fork", "--explain-order")
+    assert _outcomes(result) == dict.fromkeys(TESTS, "passed")
+    result.stdout.fnmatch_lines(
+        [
+            f"*chain (no reset between): {SETTER} -> {BRITTLE} -> {BRITTLE2}",
+            "*ran 6 test(s) in a forked child: --reset=fork (6)",
+        ]
+    )
+    # The polluter ran before its victim (no polluter edge under a resetting mode)...
+    lines = result.stdout.lines
+    assert _index(lines, POLLUTER) < _index(lines, VICTIM)
+    # ...and the chain ran back to back.
+    chain = [_index(lines, t) for t in (SETTER, BRITTLE, BRITTLE2)]
+    assert chain == sorted(chain) and chain[-1] - chain[0] == 2
+
+
+def _index(lines: list[str], nodeid: str) -> int:
+    return next(i for i, line in enumerate(lines) if line.startswith(f"PASSED {nodeid}"))
+
+
+def test_fork_mode_chain_under_xdist(pytester: pytest.Pytester) -> None:
+    _suite(pytester)
+    result = _run(pytester, "--reset=fork", "-n", "2")
+    assert _outcomes(result) == dict.fromkeys(TESTS, "passed")
+
+
+@pytest.mark.parametrize(
+    "forked",
+    [SETTER, BRITTLE, BRITTLE2],
+    ids=["setter", "brittle", "last"],
+)
+def test_fork_fallback_takes_the_whole_chain(pytester: pytest.Pytester, forked: str) -> None:
+    # Any forked member (here --isolator-fork; fork.json and the marker feed the same
+    # plan) forks the chain from its first test: the chain passes, and its state never
+    # reaches the tests that run in this process afterwards.
+    _suite(pytester)
+    result = _run(pytester, "--reset=minimal", f"--isolator-fork={forked}")
+    assert _outcomes(result) == dict.fromkeys(TESTS, "passed")
+    result.stdout.fnmatch_lines(["*ran 3 test(s) in a forked child*"])
+
+
+def test_unrestorable_setter_state_forks_the_chain_next_time(pytester: pytest.Pytester) -> None:
+    # A setter whose state cannot be copied: the first run shares it along the chain and
+    # reports it; from the next run on the chain runs in one child and nothing is left.
+    _suite(
+        pytester,
+        test_a_setup=SETUP.replace(
+            'shopcfg.SETTINGS["currency"] = "EUR"',
+            'shopcfg.SETTINGS["currency"] = "EUR"\n    next(shopcfg.IDS)',
+        ),
+    )
+    (pytester.path / "shopcfg.py").write_text("import itertools\nIDS = itertools.count()\n" + PKG)
+    first = _run(pytester, "--reset=minimal")
+    assert _outcomes(first) == dict.fromkeys(TESTS, "passed")
+    first.stdout.fnmatch_lines(["*could not reset after*shopcfg:IDS*"])
+    assert json.loads((pytester.path / ".isolator" / "fork.json").read_text())
+    second = _run(pytester, "--reset=minimal")
+    assert _outcomes(second) == dict.fromkeys(TESTS, "passed")
+    assert "could not reset after" not in second.stdout.str()
+    second.stdout.fnmatch_lines(["*ran 3 test(s) in a forked child*"])
+
+
+def test_a_crash_inside_a_chain_is_reported_and_the_run_goes_on(
+    pytester: pytest.Pytester,
+) -> None:
+    crash = SHOP.replace('shopcfg.SETTINGS["rate"] = 1.1', "import os; os._exit(3)")
+    _suite(pytester, test_b_shop=crash)
+    result = _run(pytester, "--reset=fork")
+    got = _outcomes(result)
+    assert got[SETTER] == "passed" and got[AFTER] == "passed"
+    assert got[BRITTLE] == "failed"
+    # The chain's child is gone: the last test runs without its state, in a new child.
+    assert got[BRITTLE2] == "failed"
+    result.stdout.fnmatch_lines(["*the test process crashed (exit code 3)*"])
+
+
+def test_stopping_inside_a_chain_ends_its_child(pytester: pytest.Pytester) -> None:
+    # -x after the setter failed: the rest of the chain does not run, and the run ends
+    # (the child waiting for the chain's next test is told to stop, not left behind).
+    _suite(pytester, test_a_setup=SETUP.replace('= "EUR"', '= "EUR"\n    assert False'))
+    pytester.makeconftest(CHILDREN_LEFT)
+    result = _run(pytester, "--reset=fork", "-x")
+    assert _outcomes(result) == {SETTER: "failed"}
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert (pytester.path / "children.txt").read_text() == "none"
+
+
+# Written when the session ends: whether this process still has a child process.
+CHILDREN_LEFT = """
+import os
+
+def pytest_sessionfinish(session):
+    try:
+        pid, _ = os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        pid = None
+    with open(os.path.join(str(session.config.rootpath), "children.txt"), "w") as f:
+        f.write("none" if pid is None else "still running")
+"""
