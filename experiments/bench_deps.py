@@ -5,6 +5,8 @@ For each suite (a fresh copy of its sources, so that nothing is written into
 ``experiments/work/``):
 
 * ``plain``: one plain pytest run in declared order (the unit of every ratio);
+* ``minimal``: one ``--reset=minimal`` run, the resetter alone: the recording run is that
+  plus the read tracer, so the two ratios side by side tell which part costs what;
 * ``isolator deps`` with its defaults: the recording run's time and the total detection
   time (record + confirm), as ratios to plain; the dependencies it confirms, and whether
   the suite's known ones are among them;
@@ -127,6 +129,13 @@ def run_plain(s: Suite, work: Path) -> dict[str, Any]:
     cmd = [str(s.python), "-m", "pytest", "-p", "no:isolator", "-p", "no:randomly", *s.args]
     res = harness.measure(cmd, s.path, s.env, work / f"{s.name}-plain.log")
     return {"wall_s": res.wall_s, "cpu_s": res.cpu_s, "rc": res.rc, "counts": res.counts}
+
+
+def run_minimal(s: Suite, work: Path) -> dict[str, Any]:
+    cmd = [str(s.python), "-m", "pytest", "-p", "isolator", "--reset=minimal",
+           "-p", "no:randomly", *s.args]  # fmt: skip
+    res = harness.measure(cmd, s.path, s.env, work / f"{s.name}-minimal.log")
+    return {"wall_s": res.wall_s, "cpu_s": res.cpu_s, "rc": res.rc}
 
 
 def run_deps(s: Suite, work: Path, k: int) -> dict[str, Any]:
@@ -252,14 +261,19 @@ def run_suite(name: str, args: argparse.Namespace, work: Path) -> dict[str, Any]
     s = prepare(name, work)
     print(f"== {name}", flush=True)
     plains: list[dict[str, Any]] = []
+    minimals: list[dict[str, Any]] = []
     deps: list[dict[str, Any]] = []
     for k in range(args.repeat):
+        # Interleaved, so that the machine's load hits every configuration alike.
         plains.append(run_plain(s, work))
         # A fresh copy for each run: statekinds changes files under its root on purpose.
+        s = fresh(s, work)
+        minimals.append(run_minimal(s, work))
         s = fresh(s, work)
         deps.append(run_deps(s, work, k))
         s = fresh(s, work)
     plain = statistics.median(p["wall_s"] for p in plains)
+    minimal = statistics.median(m["wall_s"] for m in minimals)
     med = {
         key: statistics.median(d[key] for d in deps)
         for key in ("wall_s", "record_s", "confirm_s", "cpu_s")
@@ -271,6 +285,9 @@ def run_suite(name: str, args: argparse.Namespace, work: Path) -> dict[str, Any]
         ),
         "plain_s": round(plain, 3),
         "plain_cpu_s": round(statistics.median(p["cpu_s"] for p in plains), 3),
+        "minimal_s": round(minimal, 3),
+        "minimal_cpu_s": round(statistics.median(m["cpu_s"] for m in minimals), 3),
+        "minimal_ratio": round(minimal / plain, 2),
         "deps": {**last, **{k: round(v, 3) for k, v in med.items()}},
         "record_ratio": round(med["record_s"] / plain, 2),
         "total_ratio": round(med["wall_s"] / plain, 2),
@@ -295,7 +312,7 @@ def table(results: dict[str, Any]) -> str:
     rows = []
     for name, r in results["suites"].items():
         if "error" in r:
-            rows.append([name, "error: " + r["error"][:60]] + [""] * 8)
+            rows.append([name, "error: " + r["error"][:60]] + [""] * 9)
             continue
         d = r["deps"]
         rnd = r.get("randomly", {})
@@ -305,6 +322,7 @@ def table(results: dict[str, Any]) -> str:
                 name,
                 r["tests"],
                 f"{r['plain_s']:.1f}",
+                f"{r['minimal_s']:.1f} ({r['minimal_ratio']:.2f}x)",
                 f"{d['record_s']:.1f} ({r['record_ratio']:.2f}x)",
                 f"{d['wall_s']:.1f} ({r['total_ratio']:.2f}x)",
                 f"{d['known_found']}/{r['known']}, {d['false_positives']} extra",
@@ -323,7 +341,8 @@ def table(results: dict[str, Any]) -> str:
                 ),
             ]
         )
-    headers = ["suite", "tests", "plain s", "record s (ratio)", "deps total s (ratio)",
+    headers = ["suite", "tests", "plain s", "--reset=minimal s (ratio)", "record s (ratio)",
+               "deps total s (ratio)",
                "known found", "confirmed / candidates", "pytest-randomly",
                "detect-test-pollution"]  # fmt: skip
     return tabulate(rows, headers=headers, tablefmt="simple")
@@ -339,6 +358,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
     if not names:
         return
     series = {
+        "--reset=minimal alone": [results["suites"][n].get("minimal_ratio", 0.0) for n in names],
         "isolator deps: record": [results["suites"][n]["record_ratio"] for n in names],
         "isolator deps: total": [results["suites"][n]["total_ratio"] for n in names],
         "pytest-randomly rounds": [
@@ -349,9 +369,9 @@ def plot(results: dict[str, Any], path: Path) -> None:
         ],
     }
     fig, ax = plt.subplots(figsize=(9, 4.5))
-    width = 0.2
+    width = 0.16
     for i, (label, values) in enumerate(series.items()):
-        xs = [j + (i - 1.5) * width for j in range(len(names))]
+        xs = [j + (i - (len(series) - 1) / 2) * width for j in range(len(names))]
         ax.bar(xs, values, width, label=label)
     ax.axhline(TARGETS["record"], color="grey", linestyle=":", linewidth=1)
     ax.axhline(TARGETS["total"], color="grey", linestyle="--", linewidth=1)
@@ -362,6 +382,21 @@ def plot(results: dict[str, Any], path: Path) -> None:
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+
+
+def _carry_over(results: dict[str, Any], previous: Path) -> None:
+    """Keep the pytest-randomly and detect-test-pollution results of the previous file
+    for the suites this run did not measure them on (``--no-randomly``/``--no-dtp``):
+    they do not depend on isolator, and they take most of the benchmark's time."""
+    try:
+        old = json.loads(previous.read_text())["suites"]
+    except (OSError, ValueError, KeyError):
+        return
+    for name, r in results["suites"].items():
+        before = old.get(name, {})
+        for key in ("randomly", "dtp"):
+            if key not in r and key in before:
+                r[key] = {**before[key], "carried_over": True}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -406,6 +441,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(results["suites"][name]), flush=True)
     results["machine"]["load_avg_at_end"] = os.getloadavg()
     args.out.mkdir(parents=True, exist_ok=True)
+    _carry_over(results, args.out / "deps.json")
     (args.out / "deps.json").write_text(json.dumps(results, indent=1) + "\n")
     plot(results, args.out / "deps.png")
     print(table(results))

@@ -20,6 +20,7 @@ import json
 import os
 import sys
 import time
+import types
 import warnings
 from collections.abc import Generator, Sequence
 from typing import IO, Any
@@ -38,7 +39,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--isolator-tracer",
         dest="isolator_tracer",
         default="auto",
-        choices=("auto", "settrace", "none"),
+        choices=("auto", "profile", "settrace", "none"),
         help=argparse.SUPPRESS,
     )
 
@@ -231,8 +232,6 @@ class Recording(_Reports):
         if session.config.option.collectonly or not session.items:
             return
         self.tracer = self._make_tracer()
-        if self.tracer is not None:
-            self.tracer.install()
 
     def _make_tracer(self) -> Any:
         prefer = self.config.getoption("isolator_tracer", "auto")
@@ -253,13 +252,19 @@ class Recording(_Reports):
             note = "static pass unavailable: reads of module state come from the tracer only"
         except Exception as exc:  # the user's run must go on without static read sets
             note = f"static pass failed ({exc.__class__.__name__}: {exc})"
-        tracer = ReadTracer(rootdir, static, prefer="settrace" if prefer == "settrace" else "auto")
+        tracer = ReadTracer(rootdir, static, prefer=prefer)
+        static_time = time.perf_counter() - t0
+        tracer.install()  # probes the project's functions (the default backend)
         info: dict[str, Any] = {
             "type": "tracer",
             "backend": tracer.backend.name,
             "static_modules": len(static),
-            "static_time": round(time.perf_counter() - t0, 4),
+            "static_time": round(static_time, 4),
+            "install_time": round(time.perf_counter() - t0 - static_time, 4),
         }
+        stats = getattr(tracer.backend, "stats", None)
+        if stats:
+            info["probes"] = dict(stats)
         if note:
             info["note"] = note
         _write(self.file, info)
@@ -343,6 +348,18 @@ class Recording(_Reports):
             new = {k: v for k, v in tracer.touched_now().items() if k not in before}
             self.fixture_writes[id(fixturedef)] = new
             self._keep.append(fixturedef)
+
+    def pytest_fixture_post_finalizer(
+        self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
+    ) -> None:
+        # The teardown of a higher-scoped yield fixture resumes a generator started in
+        # an earlier test; a probing backend only sees functions start.
+        tracer = self.tracer
+        if tracer is None or fixturedef.scope == "function":
+            return
+        code = getattr(getattr(fixturedef, "func", None), "__code__", None)
+        if isinstance(code, types.CodeType):
+            tracer.credit(code)
 
     def _phase(self) -> Generator[None, object, object]:
         tracer = self.tracer

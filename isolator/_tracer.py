@@ -8,12 +8,16 @@ Three sources, merged per test by :class:`ReadTracer`:
   the process-wide state its names refer to (the ``random``/``decimal``/``warnings``
   modules, ``sys.modules`` entries, the cwd, library module attributes such as
   ``json:dumps``, loggers, memoized functions and closures).  A *backend* reports the code
-  objects that ran, picked in one place (:func:`make_backend`): ``sys.monitoring``
-  PY_START events on Python >= 3.12 (disabled per code after its first hit, re-armed
-  between tests), the C profiler behind cProfile (``_lsprof``) below -- a Python
-  ``sys.settrace`` function costs a Python call per function call, the profiler's C
-  callback a fraction of that, and neither needs line events.  Tracing is on only while a
-  test's setup, call and teardown run, so collection and reporting run at full speed.
+  that ran, picked in one place (:func:`make_backend`): by default (Python >= 3.11)
+  *probes* in the project's own bytecode -- each project function starts by adding its
+  number to a set, so code outside the project runs at full speed (a profile or trace
+  function on 3.11 takes every instruction of every frame off the specialising
+  interpreter's fast path: about one plain run's time again on parso); module bodies
+  run during a test come from the ``exec`` audit event, and a higher-scoped yield
+  fixture's teardown is credited by the plugin.  On 3.10, and with the ``profile``
+  choice: ``sys.monitoring`` PY_START events on >= 3.12, the C profiler behind cProfile
+  (``_lsprof``) below.  Tracing is on only while a test's setup, call and teardown run,
+  so collection and reporting are not the test's.
 * **A few stdlib functions** whose arguments name the state (``Logger.isEnabledFor`` ->
   ``<logging>:name`` and its ancestors, ``os.path.exists(p)`` -> ``<file>:p``,
   ``importlib.import_module(n)`` -> ``<sys.modules>:n``): wrapped for the recording run.
@@ -23,8 +27,10 @@ Three sources, merged per test by :class:`ReadTracer`:
   (installed once, a no-op outside a recorded test).
 
 Approximations: a code object that *could* touch a site counts as reading it (branches not
-taken count too); library code is not traced, so state read only inside a third-party
-library is seen only through the sources above; C extensions' reads are invisible;
+taken count too); with probes, a generator resumed in a later test than the one that
+started it is seen only for fixture teardowns; library code is not traced, so state read
+only inside a third-party library is seen only through the sources above; C extensions'
+reads are invisible;
 ``sys.modules`` reads are narrowed to the module names among the code's string constants
 when there are any; a method name such as ``resolve`` or ``getcwd`` counts as a cwd read.
 Over-approximation costs confirmation runs, never a wrong verdict.
@@ -35,6 +41,7 @@ from __future__ import annotations
 import builtins
 import dis
 import functools
+import gc
 import importlib
 import logging
 import os
@@ -157,7 +164,7 @@ class Recorder:
     noted directly (environment keys, files, loggers).
     """
 
-    __slots__ = ("active", "infos", "reads", "touched", "locate")
+    __slots__ = ("active", "infos", "reads", "touched", "locate", "executed")
 
     def __init__(self) -> None:
         self.active = False
@@ -165,6 +172,7 @@ class Recorder:
         self.reads: set[str] = set()
         self.touched: dict[str, str] = {}  # site -> "file:line" of the project code
         self.locate: Callable[[], str] = lambda: ""
+        self.executed: list[types.CodeType] = []  # module bodies run (``exec`` event)
 
     def wrote(self, site: str) -> None:
         if site not in self.touched:
@@ -175,6 +183,7 @@ class Recorder:
         self.infos.clear()
         self.reads.clear()
         self.touched.clear()
+        self.executed.clear()
 
 
 # --------------------------------------------------------------------- classifying code
@@ -447,10 +456,15 @@ class CodeClassifier:
                 if name != "__import__" or obj is _MISSING:
                     continue
             self._name_sites(name, obj, nameset, code, reads, touched)
-        if _IMPORT_NAME in code.co_code:  # a cheap filter before disassembling
-            for ins in dis.get_instructions(code):
-                if ins.opname == "IMPORT_NAME" and isinstance(ins.argval, str):
-                    _add_module_chain(ins.argval, reads)
+        raw = code.co_code
+        if _IMPORT_NAME in raw[::2]:  # opcodes are the even bytes
+            ext = 0
+            for i in range(0, len(raw), 2):
+                op = raw[i]
+                arg = raw[i + 1] | ext
+                ext = arg << 8 if op == _EXTENDED_ARG else 0
+                if op == _IMPORT_NAME[0]:
+                    _add_module_chain(names[arg], reads)
 
     def _name_sites(
         self,
@@ -535,6 +549,7 @@ class CodeClassifier:
 _MISSING: Final = object()
 _IMMUTABLE: Final = (int, float, complex, str, bytes, bool, type(None), tuple, frozenset, range)
 _IMPORT_NAME: Final = bytes([dis.opmap["IMPORT_NAME"]])
+_EXTENDED_ARG: Final = dis.opmap["EXTENDED_ARG"]
 
 import pathlib as _pathlib  # noqa: E402  (after the constants that shadow nothing)
 import random as _random_mod  # noqa: E402
@@ -721,10 +736,17 @@ class StdlibHooks:
 
 
 class Backend(Protocol):
-    """Tells which code objects ran between ``start()`` and ``stop()``: ``codes()`` returns
-    those seen since its last call (or since ``new_test()``)."""
+    """Tells what the code that ran between ``start()`` and ``stop()`` means: ``infos()``
+    returns the ``CodeInfo`` of the code seen since its last call (or since
+    ``new_test()``), classified by the ``classify`` it is given.
+
+    ``sees_all_code``: False for a backend that only sees the functions it prepared, so
+    that module bodies run during a test (imports) must be credited from the ``exec``
+    audit event instead.
+    """
 
     name: str
+    sees_all_code: bool
 
     def start(self) -> None: ...
 
@@ -732,9 +754,371 @@ class Backend(Protocol):
 
     def new_test(self) -> None: ...
 
-    def codes(self) -> Iterable[types.CodeType]: ...
+    def infos(self, classify: Callable[[types.CodeType], CodeInfo | None]) -> list[CodeInfo]: ...
 
     def close(self) -> None: ...
+
+
+def _classified(
+    codes: Iterable[types.CodeType], classify: Callable[[types.CodeType], CodeInfo | None]
+) -> list[CodeInfo]:
+    out = []
+    for code in codes:
+        info = classify(code)
+        if info is not None:
+            out.append(info)
+    return out
+
+
+class _Hits(set):  # type: ignore[type-arg]
+    """The probes' set of probe numbers.  It sits in code constants, and code objects
+    hash their constants: an identity hash keeps ``hash(func.__code__)`` working."""
+
+    __slots__ = ()
+    __hash__ = object.__hash__  # type: ignore[assignment]
+
+
+_OP: Final = dis.opmap
+# Python 3.11+: the probe goes after RESUME, and jumps are relative (3.10 has neither).
+PROBES_SUPPORTED: Final = "RESUME" in _OP
+_COMPREHENSIONS: Final = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"})
+_CO_NEWLOCALS: Final = 0x2
+
+
+def _instr(op: str, arg: int) -> bytes:
+    """One instruction, with the EXTENDED_ARG prefixes a large argument needs."""
+    out = bytearray()
+    shift = 24
+    while shift:
+        part = (arg >> shift) & 0xFF
+        if part or out:
+            out += bytes([_OP["EXTENDED_ARG"], part])
+        shift -= 8
+    out += bytes([_OP[op], arg & 0xFF])
+    return bytes(out)
+
+
+def _read_varint(table: bytes, i: int) -> tuple[int, int]:
+    """Exception table varint (6-bit chunks, most significant first, 0x40 = more)."""
+    b = table[i]
+    val = b & 63
+    i += 1
+    while b & 64:
+        b = table[i]
+        i += 1
+        val = (val << 6) | (b & 63)
+    return val, i
+
+
+def _write_varint(val: int, out: bytearray, start: bool) -> None:
+    chunks = [val & 63]
+    val >>= 6
+    while val:
+        chunks.append(val & 63)
+        val >>= 6
+    chunks.reverse()
+    for j, c in enumerate(chunks):
+        if j < len(chunks) - 1:
+            c |= 64
+        if j == 0 and start:
+            c |= 128
+        out.append(c)
+
+
+def _shift_exception_table(table: bytes, at: int, n: int) -> bytes:
+    """Exception table entries (start, length, target, depth/lasti in code units) with
+    ``n`` units inserted at unit ``at``."""
+    out = bytearray()
+    i = 0
+    while i < len(table):
+        start, i = _read_varint(table, i)
+        length, i = _read_varint(table, i)
+        target, i = _read_varint(table, i)
+        depth, i = _read_varint(table, i)
+        if start >= at:
+            start += n
+        elif start + length > at:
+            length += n
+        if target >= at:
+            target += n
+        _write_varint(start, out, True)
+        _write_varint(length, out, False)
+        _write_varint(target, out, False)
+        _write_varint(depth, out, False)
+    return bytes(out)
+
+
+def _linetable_entry_end(table: bytes, i: int) -> int:
+    """Where the location table entry at ``i`` ends (PEP 657 format, 3.11-3.13)."""
+    kind = (table[i] >> 3) & 15
+    i += 1
+    if kind == 15:  # no location
+        return i
+    if kind == 13:  # line delta only
+        varints = 1
+    elif kind == 14:  # long form
+        varints = 4
+    elif kind >= 10:  # one line, two column bytes
+        return i + 2
+    else:  # short form, one column byte
+        return i + 1
+    for _ in range(varints):
+        while table[i] & 64:
+            i += 1
+        i += 1
+    return i
+
+
+def _no_location(n: int) -> bytes:
+    out = bytearray()
+    while n > 0:
+        m = min(n, 8)
+        out.append(0x80 | (15 << 3) | (m - 1))
+        n -= m
+    return bytes(out)
+
+
+def _insert_linetable(table: bytes, at: int, n: int) -> bytes:
+    """The location table with ``n`` units without a location inserted at unit ``at``.
+    An entry spanning ``at`` is split; its second half repeats the location with a
+    zero line delta (a no-location entry does not move the current line)."""
+    out = bytearray()
+    i = unit = 0
+    done = False
+    while i < len(table):
+        if unit == at:
+            out += _no_location(n)
+            done = True
+        if done:
+            out += table[i:]
+            break
+        j = _linetable_entry_end(table, i)
+        head = table[i]
+        kind = (head >> 3) & 15
+        length = (head & 7) + 1
+        if unit < at < unit + length:
+            first = at - unit
+            out.append(0x80 | (kind << 3) | (first - 1))
+            out += table[i + 1 : j]
+            out += _no_location(n)
+            done = True
+            rest = 0x80 | (length - first - 1)
+            if kind in (13, 14):  # line delta (a signed varint) first: make it 0
+                k = i + 1
+                while table[k] & 64:
+                    k += 1
+                out.append(rest | (kind << 3))
+                out.append(0)
+                out += table[k + 1 : j]
+            elif 10 <= kind <= 12:
+                out.append(rest | (10 << 3))
+                out += table[i + 1 : j]
+            else:
+                out.append(rest | (kind << 3))
+                out += table[i + 1 : j]
+        else:
+            out += table[i:j]
+        unit += length
+        i = j
+    if not done:
+        out += _no_location(n)
+    return bytes(out)
+
+
+def _resume_end(code: bytes) -> int:
+    """Code unit after the first RESUME (the prelude before it has no inline caches)."""
+    resume = _OP["RESUME"]
+    for unit in range(min(len(code) // 2, 32)):
+        if code[2 * unit] == resume:
+            return unit + 1
+    return -1
+
+
+class ProbeBackend:
+    """Probes put into the bytecode of the project's functions (Python >= 3.11).
+
+    Every function and lambda of a project file gets, right after its ``RESUME``, four
+    instructions that add its probe number to a set (``LOAD_CONST hits; LOAD_CONST k;
+    SET_ADD; POP_TOP``: no call, no line, no location); the live functions get the
+    probed code (``func.__code__``), and the code nested in it is probed too, so closures
+    made later carry probes.  Nothing outside the project pays anything: a profile or
+    trace function on 3.11 takes every instruction of every frame off the interpreter's
+    specialised path (about one plain run's time again on parso), and ``sys.monitoring``
+    re-arms every code object between tests.  Inserting after ``RESUME`` moves no jump
+    (3.11+ jumps are relative and none targets the prelude); the exception and location
+    tables are shifted to match.
+
+    ``units[k]``: the code object of probe ``k`` as the project compiled it, followed by
+    the code that runs only inside it (comprehensions, class bodies); ``hits``: probes
+    fired since the last ``start()``/``infos()``.  Modules imported later are probed at
+    the next ``new_test()``; the test that imported them is credited with all of their
+    code (``sees_all_code`` is False: module bodies come from the ``exec`` audit event).
+    """
+
+    name = "probes"
+    sees_all_code = False
+
+    def __init__(self, is_project_file: Callable[[str], bool]) -> None:
+        if not PROBES_SUPPORTED:
+            raise RuntimeError("bytecode probes need Python 3.11 or later")
+        self.is_project_file = is_project_file
+        self.hits = _Hits()
+        self.units: list[tuple[types.CodeType, ...]] = []
+        self.stats = {"functions": 0, "codes": 0, "failed": 0}
+        self._pending: set[int] = set()
+        self._infos: dict[int, list[CodeInfo]] = {}
+        # (file, original) -> probed; code objects compare by value, not by file
+        self._probed: dict[tuple[str, types.CodeType], types.CodeType] = {}
+        self._is_probe: set[tuple[str, types.CodeType]] = set()
+        self._swapped: list[tuple[types.FunctionType, types.CodeType, types.CodeType]] = []
+        self._nmodules = -1
+        self._modules: dict[str, object] = {}  # sys.modules as of the last check
+        self._on = False
+
+    def instrument(self) -> None:
+        """Probe the project functions that exist now (after imports since the last call)."""
+        if len(sys.modules) == self._nmodules or not self._new_project_module():
+            return
+        is_project = self.is_project_file
+        probed = self._probed
+        for obj in gc.get_objects():
+            if type(obj) is not types.FunctionType:
+                continue
+            code = obj.__code__
+            key = (code.co_filename, code)
+            if not is_project(code.co_filename) or key in self._is_probe:
+                continue
+            new = probed.get(key)
+            if new is None:
+                new = self._probe(code)
+            if new is code:
+                continue
+            try:
+                obj.__code__ = new
+            except ValueError:
+                self.stats["failed"] += 1
+                continue
+            self._swapped.append((obj, code, new))
+            self.stats["functions"] += 1
+
+    def _new_project_module(self) -> bool:
+        """Has a project module been imported (or imported again) since the last call?
+        Tests import library modules all the time; only project ones need a heap scan."""
+        self._nmodules = len(sys.modules)
+        seen = self._modules
+        found = False
+        for name, mod in list(sys.modules.items()):
+            if seen.get(name) is mod:
+                continue
+            seen[name] = mod
+            f = getattr(mod, "__file__", None)
+            if isinstance(f, str) and f.endswith(".py") and self.is_project_file(_abspath(f)):
+                found = True
+        return found
+
+    def _probe(self, code: types.CodeType) -> types.CodeType:
+        """``code`` with probes in it and in its nested code (cached; ``code`` itself when
+        it cannot be probed)."""
+        new, _inner = self._probe_tree(code)
+        return new
+
+    def _probe_tree(self, code: types.CodeType) -> tuple[types.CodeType, list[types.CodeType]]:
+        """(probed code, the code that runs only as part of it if it is no probe itself)."""
+        ident = (code.co_filename, code)
+        known = self._probed.get(ident)
+        if known is not None:
+            return known, []
+        consts: list[object] = []
+        inner: list[types.CodeType] = []
+        changed = False
+        for c in code.co_consts:
+            if isinstance(c, types.CodeType):
+                new, nested = self._probe_tree(c)
+                inner.extend(nested)
+                changed = changed or new is not c
+                c = new
+            consts.append(c)
+        is_function = bool(code.co_flags & _CO_NEWLOCALS) and code.co_name not in _COMPREHENSIONS
+        out = code.replace(co_consts=tuple(consts)) if changed else code
+        if is_function:
+            key = len(self.units)
+            try:
+                out = self._insert(out, key)
+            except Exception:  # an unexpected layout: leave this code unprobed
+                self.stats["failed"] += 1
+            else:
+                self.units.append((code, *inner))
+                self.stats["codes"] += 1
+                self._probed[ident] = out
+                self._is_probe.add((code.co_filename, out))
+                return out, []
+        self._probed[ident] = out
+        self._is_probe.add((code.co_filename, out))
+        return out, [code, *inner]
+
+    def _insert(self, code: types.CodeType, key: int) -> types.CodeType:
+        raw = code.co_code
+        at = _resume_end(raw)
+        if at < 0:
+            raise ValueError("no RESUME")
+        n_consts = len(code.co_consts)
+        prefix = (
+            _instr("LOAD_CONST", n_consts)
+            + _instr("LOAD_CONST", n_consts + 1)
+            + _instr("SET_ADD", 1)
+            + _instr("POP_TOP", 0)
+        )
+        n = len(prefix) // 2
+        # co_exceptiontable is 3.11+ (typing targets 3.10)
+        table: bytes = getattr(code, "co_exceptiontable")  # noqa: B009
+        tables: dict[str, Any] = {"co_exceptiontable": _shift_exception_table(table, at, n)}
+        return code.replace(
+            co_code=raw[: 2 * at] + prefix + raw[2 * at :],
+            co_consts=(*code.co_consts, self.hits, key),
+            co_stacksize=max(code.co_stacksize, 2),
+            co_linetable=_insert_linetable(code.co_linetable, at, n),
+            **tables,
+        )
+
+    def start(self) -> None:
+        # What ran between the phases (pytest's reporting, conftest hooks) is not the test's.
+        self.hits.clear()
+        self._on = True
+
+    def stop(self) -> None:
+        if self._on:
+            self._pending.update(self.hits)
+            self.hits.clear()
+            self._on = False
+
+    def new_test(self) -> None:
+        self.instrument()
+        self.hits.clear()
+        self._pending.clear()
+
+    def infos(self, classify: Callable[[types.CodeType], CodeInfo | None]) -> list[CodeInfo]:
+        pending = self._pending
+        if self._on:
+            pending.update(self.hits)
+            self.hits.clear()
+        out: list[CodeInfo] = []
+        cache = self._infos
+        for k in pending:
+            got = cache.get(k)
+            if got is None:
+                got = cache[k] = [
+                    i for i in _classified(self.units[k], classify) if i.reads or i.touched
+                ]
+            out.extend(got)
+        pending.clear()
+        return out
+
+    def close(self) -> None:
+        self.stop()
+        for fn, old, new in reversed(self._swapped):
+            if fn.__code__ is new:
+                fn.__code__ = old
+        self._swapped.clear()
 
 
 class ProfilerBackend:
@@ -746,6 +1130,7 @@ class ProfilerBackend:
     """
 
     name = "lsprof"
+    sees_all_code = True
 
     def __init__(self) -> None:
         import _lsprof
@@ -767,6 +1152,9 @@ class ProfilerBackend:
     def new_test(self) -> None:
         self._prof.clear()
 
+    def infos(self, classify: Callable[[types.CodeType], CodeInfo | None]) -> list[CodeInfo]:
+        return _classified(self.codes(), classify)
+
     def codes(self) -> Iterable[types.CodeType]:
         on = self._on
         if on:
@@ -785,6 +1173,7 @@ class SettraceBackend:
     """Call-only ``sys.settrace`` function (no line events), when ``_lsprof`` cannot run."""
 
     name = "settrace"
+    sees_all_code = True
 
     def __init__(self) -> None:
         seen: set[types.CodeType] = set()
@@ -813,6 +1202,9 @@ class SettraceBackend:
     def new_test(self) -> None:
         self._seen.clear()
 
+    def infos(self, classify: Callable[[types.CodeType], CodeInfo | None]) -> list[CodeInfo]:
+        return _classified(self.codes(), classify)
+
     def codes(self) -> Iterable[types.CodeType]:
         out = list(self._seen)
         self._seen.clear()
@@ -830,6 +1222,7 @@ class MonitoringBackend:
     """
 
     name = "sys.monitoring"
+    sees_all_code = True
 
     def __init__(self) -> None:
         mon: Any = sys.__dict__["monitoring"]
@@ -869,6 +1262,9 @@ class MonitoringBackend:
         self._seen.clear()
         self._mon.restart_events()
 
+    def infos(self, classify: Callable[[types.CodeType], CodeInfo | None]) -> list[CodeInfo]:
+        return _classified(self.codes(), classify)
+
     def codes(self) -> Iterable[types.CodeType]:
         out = list(self._seen)
         self._seen.clear()
@@ -880,10 +1276,19 @@ class MonitoringBackend:
         self._mon.free_tool_id(self.tool)
 
 
-def make_backend(prefer: str = "auto") -> Backend:
-    """The one place a backend is chosen: sys.monitoring on >= 3.12, _lsprof below."""
+def make_backend(
+    prefer: str = "auto", is_project_file: Callable[[str], bool] | None = None
+) -> Backend:
+    """The one place a backend is chosen.
+
+    ``auto``: probes in the project's functions (needs ``is_project_file``); ``profile``:
+    ``sys.monitoring`` on >= 3.12, the C profiler below; ``settrace``: a Python trace
+    function.
+    """
     if prefer == "settrace":
         return SettraceBackend()
+    if prefer == "auto" and is_project_file is not None and PROBES_SUPPORTED:
+        return ProbeBackend(is_project_file)
     if sys.version_info >= (3, 12):
         try:
             return MonitoringBackend()
@@ -1011,6 +1416,12 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
         if writing:
             rec.wrote(site)
         return
+    if event == "exec":
+        # Module bodies (imports) and exec()'d code: seen here by backends that only
+        # see the functions they probed.
+        if args and type(args[0]) is types.CodeType:
+            rec.executed.append(args[0])
+        return
     if event == "import":
         name = args[0]
         if isinstance(name, str):
@@ -1086,9 +1497,11 @@ class ReadTracer:
         self.rec = Recorder()
         self.classifier = CodeClassifier(rootdir, static)
         self.rec.locate = self.classifier.caller_location
-        self.backend: Backend = make_backend(prefer)
+        self.backend: Backend = make_backend(prefer, self.classifier.is_project_file)
         self.hooks = StdlibHooks()
-        self.known: dict[types.CodeType, CodeInfo | None] = {}
+        # keyed with the file: code objects compare by value, and two files can hold
+        # the same code (generated modules, copies)
+        self.known: dict[tuple[str, types.CodeType], CodeInfo | None] = {}
         self._envs: list[Any] = []
         self._installed = False
 
@@ -1106,6 +1519,9 @@ class ReadTracer:
                 env.__class__ = _TrackedEnviron
                 self._envs.append(env)
         self.hooks.install()
+        instrument = getattr(self.backend, "instrument", None)
+        if instrument is not None:
+            instrument()
 
     def begin_test(self) -> None:
         self.rec.clear()
@@ -1119,17 +1535,34 @@ class ReadTracer:
         self.backend.stop()
         self.rec.active = False
 
+    def _classify(self, code: types.CodeType) -> CodeInfo | None:
+        key = (code.co_filename, code)
+        info = self.known.get(key, _MISSING)
+        if info is _MISSING:
+            info = self.known[key] = self.classifier.classify_code(code)
+        return info  # type: ignore[return-value]
+
     def _collect(self) -> None:
-        """Classify the code objects that ran since the last collection (cached)."""
-        known = self.known
+        """Classify the code that ran since the last collection (cached)."""
         infos = self.rec.infos
-        classifier = self.classifier
-        for code in self.backend.codes():
-            info = known.get(code, _MISSING)
-            if info is _MISSING:
-                info = known[code] = classifier.classify_code(code)
-            if info is not None:
-                infos.add(info)  # type: ignore[arg-type]
+        infos.update(self.backend.infos(self._classify))
+        executed = self.rec.executed
+        if executed:
+            if not self.backend.sees_all_code:
+                # A module imported during the test: its functions are not probed yet,
+                # so all of its code counts as run.
+                is_project = self.classifier.is_project_file
+                for top in executed:
+                    if is_project(top.co_filename):
+                        infos.update(_classified(_code_tree(top), self._classify))
+            executed.clear()
+
+    def credit(self, code: types.CodeType) -> None:
+        """Count ``code`` (and the code nested in it) as run by the current test: for a
+        generator the probes saw start in an earlier test (a higher-scoped yield
+        fixture's teardown)."""
+        if self.rec.active:
+            self.rec.infos.update(_classified(_code_tree(code), self._classify))
 
     def end_test(self) -> TestReads:
         self.pause()
@@ -1167,6 +1600,15 @@ class ReadTracer:
         if _CURRENT is self.rec:
             _CURRENT = None
         self._installed = False
+
+
+def _code_tree(top: types.CodeType) -> Iterator[types.CodeType]:
+    """``top`` and every code object nested in it."""
+    todo = [top]
+    while todo:
+        code = todo.pop()
+        yield code
+        todo.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
 
 
 def static_by_filename(states: Mapping[str, Any] | Iterable[Any]) -> dict[str, StaticAccess]:
