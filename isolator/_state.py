@@ -163,7 +163,6 @@ class StateTable:
         self._keepalive: list[object] = []
         self.modname = ""
         self.refs: set[str] = set()  # modules this module's globals refer to
-        self._flat: tuple[Any, ...] | None = None
         # Version-tag split (see _versions), made on first use: watches checked through
         # their dict's tag (``vidx``, with ``vcells`` and the tags last verified equal to
         # the snapshot, ``vers``; -1 = not verified) and watches compared (``cidx``).
@@ -453,7 +452,6 @@ class StateTable:
         for site, value, depth in fresh:
             self._walk(site, value, self.modname, prefixes, depth, budget)
         self.vidx = None
-        self._flat = None
 
     def split(self) -> None:
         """Sort the watches into tag-checked and compared ones (once; watches are fixed
@@ -523,34 +521,6 @@ class StateTable:
             except Exception:
                 out.append(i)  # an element whose __eq__ raises was put there: dirty
         return out
-
-    def quick_clean(self) -> bool:
-        """True when nothing in this table changed, by C-level passes only."""
-        key = (id(self.caches), id(self.cells), id(self.defaults))
-        flat = self._flat
-        if flat is None or flat[0] != key:
-            flat = self._flat = (
-                key,
-                [c for _, c, _ in self.cells],
-                [o for _, _, o in self.cells],
-                [f for _, f, _, _ in self.defaults],
-                [d for _, _, d, _ in self.defaults],
-                [kw for _, _, _, kw in self.defaults],
-                [f for _, f, _ in self.caches],
-                [n for _, _, n in self.caches],
-            )
-        _, cells, old, fns, defs, kws, caches, sizes = flat
-        try:
-            return not (
-                any(map(operator.ne, self.lives, self.snaps))
-                or (cells and any(map(operator.is_not, map(_CELL, cells), old)))
-                or (fns and any(map(operator.is_not, map(_DEFAULTS, fns), defs)))
-                or (fns and any(map(operator.is_not, map(_KWDEFAULTS, fns), kws)))
-                or (caches and any(map(operator.ne, map(_CURRSIZE, map(_INFO, caches)), sizes)))
-                or self.opaque
-            )
-        except Exception:
-            return False
 
     def dirty_extras(
         self, check_defaults: bool = True
@@ -674,8 +644,6 @@ _TAGGED_KINDS: Final = frozenset({MODULE, DICT, INSTANCE, CLASS})
 _CELL = operator.attrgetter("cell_contents")
 _DEFAULTS = operator.attrgetter("__defaults__")
 _KWDEFAULTS = operator.attrgetter("__kwdefaults__")
-_INFO = operator.methodcaller("cache_info")
-_CURRSIZE = operator.attrgetter("currsize")
 _EMPTY: Final = object()
 
 

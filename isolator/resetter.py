@@ -297,11 +297,11 @@ class Resetter:
             for t in self.tables.values():
                 self._reset_table(t, out, force)
         else:
-            if scope is None:
-                scope = self.reach.all()
             # Functions' defaults are read only after a test that rebound some (an audit
             # event tells) and at module boundaries, where everything is checked.
-            defaults = files.defaults_written or scope is self.reach.all()
+            defaults = files.defaults_written or scope is None
+            if scope is None:
+                scope = self.reach.all()
             if not scope.clean(defaults):
                 for t in scope.dirty_tables(defaults):
                     self._reset_table(t, out, force, defaults)

@@ -328,15 +328,22 @@ def test_xdist_balances_independent_tests(seed: int) -> None:
     assert sum(sizes) == 200 and sizes[0] > 40
 
 
-def test_xdist_crashed_worker_hands_back_its_pending_tests() -> None:
-    collection = [f"t{i}" for i in range(12)]
-    plugin = FakePlugin(graph())
-    sched = DependencyScheduling(None, None, plugin, numnodes=2)  # type: ignore[arg-type]
+def _two_workers(
+    collection: list[str], g: DependencyGraph
+) -> tuple[DependencyScheduling, FakeNode, FakeNode]:
+    """The scheduler on two fake workers that both collected ``collection``, scheduled."""
+    sched = DependencyScheduling(None, None, FakePlugin(g), numnodes=2)  # type: ignore[arg-type]
     a, b = FakeNode("gw0"), FakeNode("gw1")
     for n in (a, b):
         sched.add_node(n)
         sched.add_node_collection(n, collection)
     sched.schedule()
+    return sched, a, b
+
+
+def test_xdist_crashed_worker_hands_back_its_pending_tests() -> None:
+    collection = [f"t{i}" for i in range(12)]
+    sched, a, b = _two_workers(collection, graph())
     pending_a = [i for batch in a.sent for i in batch]
     crash = sched.remove_node(a)
     assert crash == collection[pending_a[0]]
@@ -349,13 +356,7 @@ def test_xdist_initial_distribution_is_one_message_per_worker() -> None:
     # Each message costs a round of pickling and a pipe write on both sides: the first
     # quarter of the tests goes out in one batch per worker, not one message per unit.
     collection = [f"t{i}" for i in range(400)]
-    plugin = FakePlugin(graph(setter("t0", "t1")))
-    sched = DependencyScheduling(None, None, plugin, numnodes=2)  # type: ignore[arg-type]
-    a, b = FakeNode("gw0"), FakeNode("gw1")
-    for n in (a, b):
-        sched.add_node(n)
-        sched.add_node_collection(n, collection)
-    sched.schedule()
+    sched, a, b = _two_workers(collection, graph(setter("t0", "t1")))
     assert len(a.sent) == 1 and len(b.sent) == 1
     sizes = sorted(len(n.sent[0]) for n in (a, b))
     assert sizes[0] >= 50 and sum(sizes) <= 200 + 1
