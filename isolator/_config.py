@@ -27,7 +27,7 @@ class Settings:
     track: tuple[str, ...] = ()  # extra module prefixes whose state is tracked
     exclude: tuple[str, ...] = ()  # module prefixes never tracked
     exempt: tuple[str, ...] = ()  # directories whose files are not restored
-    learn_memo: bool = True  # keep dict entries recomputed equal after two resets
+    learn_memo: bool = True  # keep dict entries recomputed the same after a reset
     keep: tuple[str, ...] = ()  # sites (fnmatch) of pure memo dicts: additions are kept
 
 

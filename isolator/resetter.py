@@ -25,6 +25,7 @@ from isolator import _modules
 from isolator._files import FileGuard
 from isolator._process import Probe, default_probes
 from isolator._reach import Reach, Scope, imports_of
+from isolator._same import same_value
 from isolator._state import (
     _EMPTY,
     BYTEARRAY,
@@ -37,10 +38,11 @@ from isolator._state import (
     SET,
     StateTable,
     _diff_keys,
-    same_value,
 )
 
 _ISOLATOR_DIR = os.path.dirname(os.path.abspath(__file__))
+# A dict entry recomputed different this many times is not taken for a memo entry.
+_MEMO_MISSES = 3
 _LIB_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
 
 
@@ -110,7 +112,8 @@ class Resetter:
         self.learn_memo = learn_memo
         self.chained = False  # the previous test kept its state for the next one
         self.keep = keep
-        self.memo: dict[tuple[str, object], tuple[object, int]] = {}
+        # (site, key) -> (last value, times recomputed the same in a row, times different)
+        self.memo: dict[tuple[str, object], tuple[object, int, int]] = {}
         self.memo_kept: list[str] = []
         self._module_names_seen: set[str] = set()
 
@@ -366,13 +369,14 @@ class Resetter:
             t.verified(pending)
 
     def _keep_memo(self, t: StateTable, i: int) -> bool:
-        """Keep entries a test *added* to a dict once they were recomputed equal twice.
+        """Keep entries a test *added* to a dict once a later test recomputed them equal.
 
-        Memo caches (parsers, compiled patterns) are refilled by every test after a reset,
-        which costs what a fresh process costs.  An entry whose value came back equal after
-        two resets is taken as a deterministic memo entry and joins the baseline; entries
-        of objects without value equality never qualify.  Returns True when every change
-        of the watch was such an entry.
+        Memo caches (parsers, grammars, compiled patterns) are refilled by every test after
+        a reset, which costs what a fresh process costs.  An entry whose value came back the
+        same after a reset (:func:`isolator._same.same_value`: an isomorphic object graph,
+        up to what memory layout decides) is taken as a deterministic memo entry and joins
+        the baseline; a key recomputed different ``_MEMO_MISSES`` times is no longer
+        compared.  Returns True when every change of the watch was such an entry.
         """
         live, snap = t.lives[i], t.snaps[i]
         added = []
@@ -395,11 +399,16 @@ class Resetter:
             key = (site, k)
             seen = self.memo.get(key)
             v = live[k]
-            same = seen is not None and same_value(seen[0], v)
-            count = seen[1] + 1 if same and seen is not None else 0
-            self.memo[key] = (v, count)
-            if count >= 2:
+            if seen is None:
+                self.memo[key] = (v, 0, 0)
+                continue
+            if seen[2] >= _MEMO_MISSES:
+                continue  # recomputed different too often: not a memo entry
+            if same_value(seen[0], v):
+                self.memo[key] = (v, seen[1] + 1, seen[2])
                 keep.append(k)
+            else:
+                self.memo[key] = (v, 0, seen[2] + 1)
         if len(keep) != len(added):
             return False
         for k in keep:

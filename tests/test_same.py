@@ -1,0 +1,163 @@
+"""``same_value``: when a recomputed memo value counts as the same one (learn_memo)."""
+
+from __future__ import annotations
+
+import decimal
+import functools
+import textwrap
+
+import pytest
+
+from isolator._same import same_value
+
+
+class Node:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.out: dict[str, Node] = {}
+        self.members: set[Leaf] = set()
+
+
+class Leaf:
+    def __init__(self, v: int) -> None:
+        self.v = v
+
+
+class Slotted:
+    __slots__ = ("a", "b")
+
+    def __init__(self, a: object, b: object) -> None:
+        self.a, self.b = a, b
+
+
+def machine(n: int, order: list[int] | None = None) -> list[Node]:
+    """A cyclic graph of n states; ``order`` permutes the list the states come in."""
+    nodes = [Node(f"s{i}") for i in range(n)]
+    for i, node in enumerate(nodes):
+        node.out["next"] = nodes[(i + 1) % n]
+        node.out["self"] = node
+        node.members = {Leaf(i), Leaf(i + 1)}
+    return [nodes[i] for i in (order or range(n))]
+
+
+def test_isomorphic_cyclic_graphs_are_the_same() -> None:
+    assert same_value(machine(50), machine(50))
+
+
+def test_object_order_in_lists_and_sets_does_not_matter() -> None:
+    assert same_value(machine(6), machine(6, [0, 3, 1, 5, 2, 4]))
+    a, b = Leaf(1), Leaf(2)
+    c, d = Leaf(1), Leaf(2)
+    assert same_value({a: "x", b: "y"}, {d: "y", c: "x"})
+
+
+def test_dicts_keyed_by_objects_pair_keys_and_values() -> None:
+    a, b = Leaf(1), Leaf(2)
+    c, d = Leaf(1), Leaf(2)
+    assert not same_value({a: "x", b: "y"}, {c: "y", d: "x"})
+
+
+def test_a_changed_atom_deep_inside_makes_it_different() -> None:
+    left, right = machine(30), machine(30)
+    right[17].out["next"].name = "other"
+    assert not same_value(left, right)
+
+
+def test_a_rewired_edge_makes_it_different() -> None:
+    left, right = machine(8), machine(8)
+    right[3].out["next"] = right[5]
+    assert not same_value(left, right)
+
+
+def test_atoms_in_lists_keep_their_order() -> None:
+    assert not same_value([1, 2, 3], [3, 2, 1])
+    assert same_value([1, Leaf(2)], [1, Leaf(2)])
+    assert not same_value([1, Leaf(2)], [Leaf(2), 1])
+
+
+def test_tuples_keep_their_order() -> None:
+    assert not same_value((Leaf(1), Leaf(2)), (Leaf(2), Leaf(1)))
+
+
+def test_shared_objects_map_to_themselves() -> None:
+    shared = Leaf(1)
+    copy = Leaf(1)
+    assert same_value([shared, Leaf(2)], [shared, Leaf(2)])
+    # The same structure, but one value holds the shared object where the other holds a
+    # copy of it and the shared object elsewhere.
+    assert not same_value([shared, copy], [copy, shared])
+
+
+def test_slots_defaults_and_leaves_with_their_own_equality() -> None:
+    assert same_value(Slotted(1, [Leaf(3)]), Slotted(1, [Leaf(3)]))
+    assert not same_value(Slotted(1, 2), Slotted(1, 3))
+    assert same_value(decimal.Decimal("1.5"), decimal.Decimal("1.50"))
+    assert not same_value(functools.partial(int, "1"), functools.partial(float, "1"))
+    assert not same_value(object(), object())
+
+
+def test_deep_chains_do_not_recurse() -> None:
+    def chain(n: int) -> Node:
+        head = node = Node("0")
+        for i in range(1, n):
+            nxt = Node(str(i))
+            node.out["next"] = nxt
+            node = nxt
+        return head
+
+    assert same_value(chain(20000), chain(20000))
+
+
+def test_the_budget_bounds_the_work() -> None:
+    assert not same_value(machine(200), machine(200), budget=100)
+
+
+@pytest.mark.parametrize("learn", [True, False])
+def test_a_grammar_like_memo_is_learned(pytester: pytest.Pytester, learn: bool) -> None:
+    """A memo dict of graphs holding identity-hashed sets is kept once a second test
+    recomputed its entry the same; with ``learn_memo = false`` every test recomputes it."""
+    pytester.makepyprojecttoml(f"[tool.isolator]\nlearn_memo = {str(learn).lower()}\n")
+    pytester.makepyfile(
+        grammar=textwrap.dedent(
+            """
+            CACHE = {}
+
+            class State:
+                def __init__(self, i):
+                    self.i = i
+                    self.arcs = {}
+                    self.nfa = {object() for _ in range(3)}
+
+            def load(name):
+                try:
+                    return CACHE[name], True
+                except KeyError:
+                    states = [State(i) for i in range(20)]
+                    for s in states:
+                        s.arcs["a"] = states[(s.i * 7) % 20]
+                    return CACHE.setdefault(name, states), False
+            """
+        )
+    )
+    pytester.makepyfile(
+        test_g="import grammar\n\n"
+        + "".join(
+            f"def test_{i}():\n"
+            "    states, cached = grammar.load('py')\n"
+            f"    print('CACHED-{i}', cached)\n"
+            "    assert len(states) == 20\n"
+            for i in range(5)
+        )
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "isolator", "-p", "no:randomly", "--reset=minimal", "-s"
+    )
+    result.assert_outcomes(passed=5)
+    out = result.stdout.str()
+    for i in range(5):
+        cached = learn and i >= 2
+        assert f"CACHED-{i} {cached}" in out
+    if learn:
+        assert "kept 1 memo entry" in out and "grammar:CACHE['py']" in out
+    else:
+        assert "memo entr" not in out
