@@ -36,6 +36,7 @@ from collections import deque
 from typing import Any, Final
 
 _ATOMS: Final = (int, float, complex, str, bytes, bool, type(None))
+_ATOM_TYPES: Final = frozenset(_ATOMS)
 # Compared by identity only: code and types are never rebuilt by a memoised computation.
 _IDENTITY: Final = (
     type,
@@ -104,6 +105,12 @@ class _Matcher:
     # ------------------------------------------------------------------ pairing
 
     def pair(self, x: Any, y: Any) -> None:
+        t = type(x)
+        if t in _ATOM_TYPES or isinstance(x, _ATOMS):
+            # Equal atoms may or may not be one object: no identity is recorded for them.
+            if t is not type(y) or not (x is y or x == y):
+                raise _NotSame
+            return
         ix, iy = id(x), id(y)
         mapped = self.ab.get(ix, _MISSING)
         if mapped is not _MISSING:
@@ -116,17 +123,11 @@ class _Matcher:
             self.ab[ix] = x
             self.ba[iy] = y
             return
-        t = type(x)
-        if t is not type(y):
-            raise _NotSame
-        if t in _ATOMS or isinstance(x, _ATOMS):
-            # Equal atoms may or may not be one object: no identity is recorded for them.
-            if not (x == y):
-                raise _NotSame
-            return
-        if isinstance(x, _IDENTITY):
+        if t is not type(y) or isinstance(x, _IDENTITY):
             raise _NotSame  # distinct code objects, types or modules
-        self.spend()
+        self.budget -= 1
+        if self.budget < 0:
+            raise _NotSame
         self.ab[ix] = y
         self.ba[iy] = x
         self.work.append((x, y))
