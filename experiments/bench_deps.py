@@ -291,7 +291,13 @@ def run_suite(name: str, args: argparse.Namespace, work: Path) -> dict[str, Any]
         "deps": {**last, **{k: round(v, 3) for k, v in med.items()}},
         "record_ratio": round(med["record_s"] / plain, 2),
         "total_ratio": round(med["wall_s"] / plain, 2),
+        # CPU time of the command and its children (the recording run, the confirmation
+        # processes), against plain pytest's: less sensitive to other load than wall time.
+        "total_cpu_ratio": round(
+            med["cpu_s"] / max(statistics.median(p["cpu_s"] for p in plains), 1e-9), 2
+        ),
         "known": len(s.known),
+        "load_avg_at_end": [round(x, 2) for x in os.getloadavg()],
     }
     if not args.no_randomly:
         out["randomly"] = run_randomly(s, work, args.rounds)
@@ -324,7 +330,7 @@ def table(results: dict[str, Any]) -> str:
                 f"{r['plain_s']:.1f}",
                 f"{r['minimal_s']:.1f} ({r['minimal_ratio']:.2f}x)",
                 f"{d['record_s']:.1f} ({r['record_ratio']:.2f}x)",
-                f"{d['wall_s']:.1f} ({r['total_ratio']:.2f}x)",
+                f"{d['wall_s']:.1f} ({r['total_ratio']:.2f}x; CPU {r['total_cpu_ratio']:.2f}x)",
                 f"{d['known_found']}/{r['known']}, {d['false_positives']} extra",
                 f"{d['confirmed']} / {d['candidates']}",
                 (

@@ -4,10 +4,12 @@
 files (see ``_depsplugin.py``)::
 
     record   pytest -p isolator --reset=minimal --isolator-record=REC  [pytest args]
-             (restarted after the tests not yet run if a test kills the interpreter)
+             (restarted after the tests not yet run if a test kills the interpreter);
+             with --isolator-plan=DIR it then serves the confirmation's plans
     detect   candidates: A's net writes meet B's reads            (detector.py)
-    confirm  rounds of pytest --isolator-plan=PLAN runs, 1 or 2 processes at a time:
-             [B], [A, B]; then repetitions, [S, A, B] when A is brittle and S its
+    confirm  plans of sequences for that process (and a second one when there is much
+             to do), within a budget: [A, B] in candidate order, each chunk led by the
+             repetitions of what differed; [S, A, B] when A is brittle and S its
              state-setter, and [A, C, B] cleaner trials
     output   table / JSON / graph; .isolator/deps.json for the scheduler and `explain`
 
@@ -27,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,10 +41,14 @@ from isolator._types import DependencyGraph, NodeId
 
 PROG: Final = "isolator deps"
 _MAX_RESTARTS: Final = 20
-# Rounds after the first: repetitions, cleaners, and one more per link of a state-setter
-# chain (a brittle setter is tried after its own setter once that one is confirmed).
+# Rounds after the budgeted one: what its last chunks still ask for (repetitions, cleaners),
+# and one more per link of a state-setter chain (a brittle setter is tried after its own
+# setter once that one is confirmed).
 _MAX_ROUNDS: Final = 12
-_MIN_BUDGET: Final = 1.0
+_MIN_BUDGET: Final = 0.25
+# The best-ranked candidates are tried even past the budget (for at most the recording
+# run's time): on a small suite the budget is mostly the recording run's start-up.
+_MIN_TRIED: Final = 100
 _MAX_SET_ASIDE: Final = 200  # costly candidates skipped per chunk (bounds the scan)
 _FIRST_ROUND_SHARE: Final = 0.8
 _PER_TEST: Final = 0.002  # seconds a confirmation run adds to a test's recorded duration
@@ -99,9 +105,10 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=0.5,
         metavar="F",
-        help="first confirmation round: about F times the recording run's time (at least "
-        f"{_MIN_BUDGET:.0f} s); candidates left over are reported unconfirmed; "
-        "0 = no limit (default 0.5)",
+        help="confirmation: about F times the recording run's time (at least "
+        f"{_MIN_BUDGET:g} s and the {_MIN_TRIED} most likely candidates); candidates "
+        "left over are reported unconfirmed (the repetitions and cleaner trials of what "
+        "differed are always run); 0 = no limit (default 0.5)",
     )
     p.add_argument(
         "--max-cleaners",
@@ -246,10 +253,21 @@ class Recorded:
     notes: list[str] = field(default_factory=list)
     wall: float = 0.0
     collect_time: float = 0.0
+    # The recording process once it has reported its last test: its pytest and
+    # interpreter shutdown (a tenth of a second and more) overlaps the confirmation.
+    finishing: subprocess.Popen[bytes] | None = None
+    # The recording process, serving plans now (``serve_paths(work, "rec")``).
+    serving: subprocess.Popen[bytes] | None = None
 
 
-def record(pytest_args: list[str], work: Path, progress: Progress, tracer: str) -> Recorded:
-    """The recording run, restarted after a test that kills the interpreter."""
+def record(
+    pytest_args: list[str], work: Path, progress: Progress, tracer: str, serve: bool = False
+) -> Recorded:
+    """The recording run, restarted after a test that kills the interpreter.
+
+    With ``serve``, the process goes on to serve confirmation plans once it has recorded
+    every test (its first attempt only: a restarted one runs part of the suite).
+    """
     rootdir = ""
     collected: list[NodeId] = []
     records: list[detector.TestRecord] = []
@@ -259,10 +277,16 @@ def record(pytest_args: list[str], work: Path, progress: Progress, tracer: str) 
     done: list[NodeId] = []
     t0 = time.perf_counter()
     collect_time = 0.0
+    finishing: subprocess.Popen[bytes] | None = None
+    serving: subprocess.Popen[bytes] | None = None
     for attempt in range(_MAX_RESTARTS + 1):
         rec = work / f"record-{attempt}.jsonl"
         log = work / f"record-{attempt}.log"
         extra = [f"--isolator-record={rec}", f"--isolator-tracer={tracer}"]
+        if serve and attempt == 0:
+            plan_dir, plan_out = serve_paths(work, "rec")
+            plan_dir.mkdir()
+            extra += [f"--isolator-plan={plan_dir}", f"--isolator-plan-out={plan_out}"]
         if done:
             resume = work / f"resume-{attempt}.json"
             resume.write_text(json.dumps(done), encoding="utf-8")
@@ -303,11 +327,23 @@ def record(pytest_args: list[str], work: Path, progress: Progress, tracer: str) 
                             started = None
                         elif kind == "finished":
                             finished = True
+                            if obj.get("serving"):
+                                serving = proc
                     if collected:
                         progress.step("recording", len(done), len(collected), "tests")
                     if rc is not None:
                         break
-                    time.sleep(0.1)
+                    if finished and collected:
+                        # Every test is in the record: the process serves plans now, or
+                        # its shutdown need not hold up the confirmation (the caller
+                        # joins it).
+                        if serving is None:
+                            finishing = proc
+                        break
+                    try:
+                        proc.wait(timeout=0.02)
+                    except subprocess.TimeoutExpired:
+                        pass
             except BaseException:
                 _stop_child(proc)
                 raise
@@ -340,22 +376,51 @@ def record(pytest_args: list[str], work: Path, progress: Progress, tracer: str) 
         notes=notes,
         wall=time.perf_counter() - t0,
         collect_time=collect_time,
+        finishing=finishing,
+        serving=serving,
     )
 
 
-class _Child:
-    """One confirmation process serving plans from its own directory."""
+def serve_paths(work: Path, n: int | str) -> tuple[Path, Path]:
+    """The plan directory and the result file of confirmation process ``n``."""
+    return work / f"serve-{n}", work / f"serve-{n}.out.jsonl"
 
-    def __init__(self, cmd_args: list[str], work: Path, n: int) -> None:
-        self.dir = work / f"serve-{n}"
-        self.dir.mkdir()
-        self.out = work / f"serve-{n}.out.jsonl"
+
+def _join(proc: subprocess.Popen[bytes] | None, interrupted: bool = False) -> None:
+    """Wait for a finished recording process to exit (stop it on an interruption)."""
+    if proc is None:
+        return
+    if interrupted:
+        _stop_child(proc)
+        return
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        _stop_child(proc)
+
+
+class _Child:
+    """One confirmation process serving plans from its own directory (``serve_paths``):
+    started for that, or the recording process once it has recorded its last test."""
+
+    def __init__(
+        self,
+        cmd_args: list[str],
+        work: Path,
+        n: int | str,
+        proc: subprocess.Popen[bytes] | None = None,
+    ) -> None:
+        self.dir, self.out = serve_paths(work, n)
         self.log = work / f"serve-{n}.log"
         self.offset = 0
         self.k = 0
         self.pending: dict[int, detector.Seq] = {}
         self.started: int | None = None
-        self.alive_once = False  # wrote anything: it collected and started serving
+        self.alive_once = proc is not None  # wrote anything: it collected and serves
+        if proc is not None:
+            self.proc = proc
+            return
+        self.dir.mkdir()
         extra = [f"--isolator-plan={self.dir}", f"--isolator-plan-out={self.out}"]
         # Formatting tracebacks of the failures we provoke costs more than running them.
         last = ["-q", "--tb=no"]
@@ -427,11 +492,12 @@ class Confirmer:
         # A second process costs a second start-up and collection: only with real work.
         return 2 if (os.cpu_count() or 1) >= 2 and (cost > 3.0 or len(seqs) > 400) else 1
 
-    def prespawn(self) -> None:
-        """Start one process now, so that its start-up and collection overlap the
-        recording run (there are two cores; the recording run uses one)."""
-        if not self.children:
-            self._spawn()
+    def adopt(self, proc: subprocess.Popen[bytes]) -> None:
+        """Use the recording process, which serves plans now (``record(serve=True)``)."""
+        child = _Child(self.pytest_args, self.work, "rec", proc)
+        child.log = self.work / "record-0.log"
+        self.children.append(child)
+        self.spawned += 1
 
     def _spawn(self) -> _Child:
         child = _Child(self.pytest_args, self.work, self.spawned)
@@ -470,6 +536,10 @@ class Confirmer:
                     self.next_id += 1
                 child.submit(plan)
         return ids
+
+    def inflight(self) -> Counter[detector.Seq]:
+        """The sequences handed out and not yet run, with their multiplicity."""
+        return Counter(s for c in self.children for s in c.pending.values())
 
     def wait_for(self, ids: set[int], phase: str) -> None:
         """Poll the processes until none of ``ids`` is left to run."""
@@ -665,6 +735,12 @@ class _Pairs:
             spent += c
         return out
 
+    def push_front(self, cands: list[detector.Candidate]) -> None:
+        """Hand these out before any other candidate."""
+        if cands:
+            self.waiting[:0] = cands
+            self.exhausted = False
+
     def add(self, cands: list[detector.Candidate]) -> list[detector.Seq]:
         out: list[detector.Seq] = []
         for cand in cands:
@@ -682,10 +758,87 @@ class _Pairs:
         return [s for s in seqs if s not in self.seqs]
 
 
-def _pairs_within(
-    conf: Confirmer, pairs: _Pairs, budget: float | None, durations: dict[NodeId, float]
+class _FollowUps:
+    """What the evidence so far asks for before any new candidate.
+
+    ``seqs()``: repetitions of pairs whose first run differed from the target alone and
+    trials of brittle sources after their state-setters (``detector.repeat_plan``), with
+    ``cleaners`` also the cleaner trials of apparent polluters (``cleaner_plan``), less
+    what is already running; ``followers()``: once per apparent edge, other writers of its
+    state for the same target (``detector.followers``).  ``cleaner_seqs``: every cleaner
+    trial planned.
+    """
+
+    def __init__(
+        self,
+        ev: detector.Evidence,
+        index: detector.CandidateIndex,
+        records: list[detector.TestRecord],
+        pairs: _Pairs,
+        max_cleaners: int,
+    ) -> None:
+        self.ev = ev
+        self.index = index
+        self.records = records
+        self.pairs = pairs
+        self.max_cleaners = max_cleaners
+        self.cleaner_seqs: list[detector.Seq] = []
+        self._cleaners_seen: set[detector.Seq] = set()
+        self._unjudged: list[detector.Candidate] = []  # tried, no result yet
+        self._scanned = 0  # of pairs.tried
+
+    def seqs(self, running: Counter[detector.Seq], cleaners: bool = True) -> list[detector.Seq]:
+        tried = self.pairs.tried
+        more = detector.repeat_plan(self.ev, tried)
+        if cleaners and self.max_cleaners:
+            cl = detector.cleaner_plan(self.ev, self.records, tried, self.max_cleaners)
+            for seq in cl:
+                if seq not in self._cleaners_seen:
+                    self._cleaners_seen.add(seq)
+                    self.cleaner_seqs.append(seq)
+            more += cl
+        left = Counter(more)
+        left.subtract(running)
+        out: list[detector.Seq] = []
+        for seq in more:  # in plan order: repetitions before cleaner trials
+            if left[seq] > 0:
+                left[seq] -= 1
+                out.append(seq)
+        return out
+
+    def followers(self) -> list[detector.Candidate]:
+        # A pair is looked at until its first result is in: that one decides whether it
+        # is apparent (a pair that changed nothing gets no repetition).
+        tried = self.pairs.tried
+        pool = self._unjudged + tried[self._scanned :]
+        self._scanned = len(tried)
+        self._unjudged = []
+        apparent = []
+        for c in pool:
+            verdict = detector.judge_pair(self.ev, c.source, c.target)
+            if verdict == "untested":
+                self._unjudged.append(c)
+            elif verdict in ("pending", "polluter", "state-setter"):
+                apparent.append(c)
+        return detector.followers(self.ev, self.index, apparent, self.pairs.done)
+
+
+def _confirm_within(
+    conf: Confirmer,
+    pairs: _Pairs,
+    follow: _FollowUps,
+    budget: float | None,
+    durations: dict[NodeId, float],
+    floor: float = 0.0,
 ) -> None:
-    """Try candidates in priority order for ``budget`` seconds of real time.
+    """Try candidates in priority order for ``budget`` seconds of real time (and past it,
+    for at most ``floor`` seconds in all, until ``_MIN_TRIED`` candidates are tried).
+
+    Each chunk is led by the repetitions the chunks before it asked for, and apparent
+    edges move the other writers of their state to the front (:class:`_FollowUps`), so
+    that what differed is settled within the budget, not in rounds after it.  Cleaner
+    trials wait until the candidates run out (or for the rounds after the budget): they
+    name no new dependency.
 
     Chunks are sized with the recorded durations of their tests, scaled by what the last
     chunk really took against that estimate (the first chunks are small): a few slow tests
@@ -704,16 +857,22 @@ def _pairs_within(
     inflight: deque[tuple[set[int], float, float, int]] = deque()  # ids, estimate, t, n
     last_done = t0
     finished = 0.0  # estimated seconds of the chunks done
+    hard = t0 + floor
     while True:
         now = time.perf_counter()
         free = deadline - now - scale * sum(e for _i, e, _t, _n in inflight)
-        if len(inflight) < 2 and not pairs.exhausted and free > 0.05 * (budget or 1.0):
+        more = free > 0.05 * (budget or 1.0) or (len(pairs.tried) < _MIN_TRIED and now < hard)
+        if len(inflight) < 2 and more:
             # Chunks of at most 40% of what is left, so that the rate is measured again
             # before the budget is spent.
             allowed = max(0.4 * free / scale, 50 * _PER_TEST)
             if not measured:
                 allowed = min(allowed, 200 * _PER_TEST)
-            chunk = pairs.take(allowed, estimate)
+            pairs.push_front(follow.followers())
+            chunk = follow.seqs(conf.inflight(), cleaners=pairs.exhausted)
+            room = allowed - sum(estimate(s) for s in chunk)
+            if not pairs.exhausted and room > 0:
+                chunk += pairs.take(room, estimate)
             if chunk:
                 ids = conf.start(chunk)
                 inflight.append((ids, sum(estimate(s) for s in chunk), now, len(chunk)))
@@ -789,9 +948,11 @@ def _run(opts: argparse.Namespace, pytest_args: list[str], work: Path, progress:
     durations: dict[NodeId, float] = {}
     conf = Confirmer(pytest_args, work, ev, durations, opts.jobs, progress)
     try:
-        if not opts.record_only:
-            conf.prespawn()
-        rec = record(pytest_args, work, progress, opts.tracer)
+        # The recording process serves the confirmation afterwards: no second start-up
+        # and collection (unless a test killed it and it had to be restarted).
+        rec = record(pytest_args, work, progress, opts.tracer, serve=not opts.record_only)
+        if rec.serving is not None:
+            conf.adopt(rec.serving)
     except KeyboardInterrupt:
         conf.close(interrupted=True)
         sys.stderr.write(f"{PROG}: interrupted during the recording run; nothing stored\n")
@@ -799,6 +960,25 @@ def _run(opts: argparse.Namespace, pytest_args: list[str], work: Path, progress:
     except BaseException:
         conf.close(interrupted=True)
         raise
+    try:
+        code = _after_record(opts, rec, conf, ev, durations, work, progress, t_start)
+    except BaseException as exc:
+        _join(rec.finishing, interrupted=isinstance(exc, KeyboardInterrupt))
+        raise
+    _join(rec.finishing)
+    return code
+
+
+def _after_record(
+    opts: argparse.Namespace,
+    rec: Recorded,
+    conf: Confirmer,
+    ev: detector.Evidence,
+    durations: dict[NodeId, float],
+    work: Path,
+    progress: Progress,
+    t_start: float,
+) -> int:
     records = [r for r in rec.records if detector.is_known(r.outcome)]
     if not records:
         conf.close(interrupted=True)
@@ -813,7 +993,7 @@ def _run(opts: argparse.Namespace, pytest_args: list[str], work: Path, progress:
     durations.update({r.nodeid: r.duration for r in records})
     ev.recorded.update({r.nodeid: r.outcome for r in records})
     pairs = _Pairs(index, ev)
-    cleaner_seqs: list[detector.Seq] = []
+    follow = _FollowUps(ev, index, records, pairs, opts.max_cleaners)
     interrupted = False
     t_confirm = time.perf_counter()
     if opts.record_only:
@@ -821,23 +1001,17 @@ def _run(opts: argparse.Namespace, pytest_args: list[str], work: Path, progress:
     elif n_candidates:
         budget = None if opts.budget == 0 else max(opts.budget * rec.wall, _MIN_BUDGET)
         try:
-            # The later rounds (repetitions of what differed, cleaners, chains) are few but
-            # must fit too: the first round leaves them part of the budget.
+            # The budget covers the whole confirmation: what the last chunks still ask
+            # for (repetitions, cleaners, chains) is left part of it.
             first = None if budget is None else _FIRST_ROUND_SHARE * budget
-            _pairs_within(conf, pairs, first, durations)
+            _confirm_within(conf, pairs, follow, first, durations, floor=rec.wall)
             for _ in range(_MAX_ROUNDS):
                 late = budget is not None and time.perf_counter() - t_confirm > budget
-                extra = [] if late else detector.followers(ev, index, pairs.tried, pairs.done)
-                if extra:
-                    conf.run("more writers of the same state", pairs.add(extra))
-                more = detector.repeat_plan(ev, pairs.tried)
-                if opts.max_cleaners:
-                    cl = detector.cleaner_plan(ev, records, pairs.tried, opts.max_cleaners)
-                    cleaner_seqs += [s for s in cl if s not in cleaner_seqs]
-                    more += cl
-                if not more:
+                extra = pairs.add(follow.followers()) if not late else []
+                more = follow.seqs(Counter())
+                if not more and not extra:
                     break
-                conf.run("repeats and cleaners", more)
+                conf.run("repeats and cleaners", more + extra)
         except KeyboardInterrupt:
             interrupted = True
             conf.close(interrupted=True)
@@ -854,7 +1028,7 @@ def _run(opts: argparse.Namespace, pytest_args: list[str], work: Path, progress:
     for seq in conf.crashes:
         notes.append("crashed the interpreter, not judged: " + " -> ".join(seq))
     candidates = pairs.tried
-    graph = detector.build_graph(ev, records, candidates, cleaner_seqs, notes)
+    graph = detector.build_graph(ev, records, candidates, follow.cleaner_seqs, notes)
     graph = DependencyGraph(
         tests=tuple(rec.collected) or graph.tests,
         dependencies=graph.dependencies,
@@ -873,6 +1047,9 @@ def _run(opts: argparse.Namespace, pytest_args: list[str], work: Path, progress:
             "confirm_seconds": round(confirm_wall, 3),
             "total_seconds": round(time.perf_counter() - t_start, 3),
             "sequences_run": conf.sequences_run,
+            # Confirmation processes, the recording process included when it served.
+            "confirm_processes": conf.spawned,
+            "recording_served": rec.serving is not None,
             "phases": [list(p) for p in conf.phases],
             "test_executions": conf.executions,
             "not_tried": untried,

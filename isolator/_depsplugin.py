@@ -10,6 +10,9 @@ as they are produced, so a crash or Ctrl-C keeps everything finished before it):
   plan's sequences of tests in one process.  Inside a sequence the core keeps the state
   between tests (``keep_state_after``); between sequences it resets.  One line per
   sequence: ``{"type": "result", "id", "tests", "outcomes"}``.
+* Both: the recording run, then, in the same process, the plans (a directory of them):
+  its ``finished`` line says ``"serving": true``, and the tracer is gone by then.  The
+  confirmation gets a process that has started and collected already.
 """
 
 from __future__ import annotations
@@ -54,12 +57,19 @@ def pytest_configure(config: pytest.Config) -> None:
             "isolator deps runs the tests in one process: remove -n/--numprocesses "
             "(or add -n0 to override it from your configuration)"
         )
+    out = config.getoption("isolator_plan_out", None)
+    if plan and not out:
+        raise pytest.UsageError("--isolator-plan needs --isolator-plan-out=FILE")
     if record:
-        config.pluginmanager.register(Recording(config, record), "isolator-deps")
+        recording = Recording(config, record)
+        config.pluginmanager.register(recording, "isolator-deps")
+        if plan:
+            if not os.path.isdir(plan):
+                raise pytest.UsageError("--isolator-record with --isolator-plan: a directory")
+            runner = PlanRunner(config, plan, out, after=True)
+            config.pluginmanager.register(runner, "isolator-deps-plans")
+            config.pluginmanager.register(_ServeAfter(recording, runner), "isolator-deps-serve")
     elif plan:
-        out = config.getoption("isolator_plan_out", None)
-        if not out:
-            raise pytest.UsageError("--isolator-plan needs --isolator-plan-out=FILE")
         config.pluginmanager.register(PlanRunner(config, plan, out), "isolator-deps")
 
 
@@ -208,6 +218,7 @@ class Recording(_Reports):
         self._keep: list[object] = []  # fixturedefs whose id() keys fixture_writes
         self.t0 = time.perf_counter()
         self.index = 0
+        self.ended = False  # the last test is recorded; the process may serve plans now
         _write(
             self.file,
             {
@@ -275,6 +286,8 @@ class Recording(_Reports):
         self, item: pytest.Item, nextitem: pytest.Item | None
     ) -> Generator[None, object, object]:
         # Outermost wrapper: the core's wrapper has stored the net writes when we resume.
+        if self.ended:
+            return (yield)
         _write(self.file, {"type": "start", "nodeid": item.nodeid})
         self.reports = []
         if self.tracer is not None:
@@ -386,14 +399,57 @@ class Recording(_Reports):
     ) -> Generator[None, object, object]:
         return (yield from self._phase())
 
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if not self.ended:
+            self.reports.append(report)
+
+    def end(self, exitstatus: int, serving: bool = False) -> None:
+        """The last line of the record; the tracer is removed."""
+        if self.ended:
+            return
+        self.ended = True
         if self.tracer is not None:
             self.tracer.close()
             self.tracer = None
-        _write(self.file, {"type": "finished", "exitstatus": int(session.exitstatus)})
+        _write(self.file, {"type": "finished", "exitstatus": exitstatus, "serving": serving})
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.end(int(session.exitstatus))
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.file.close()
+
+
+class _ServeAfter:
+    """After the recording run's loop, the same process serves the plans.
+
+    Pytest tore everything down after the last test (it had no next one), and the core
+    reset what each test left, so the process is in the state a fresh one would reach
+    after collection.  Not after an interruption, ``-x`` and the like, nor after a
+    restart (``--isolator-resume`` leaves tests out of the session).
+    """
+
+    def __init__(self, recording: Recording, runner: PlanRunner) -> None:
+        self.recording = recording
+        self.runner = runner
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        result = yield
+        config = session.config
+        if (
+            session.shouldfail
+            or session.shouldstop
+            or config.option.collectonly
+            or not session.items
+            or config.getoption("isolator_resume", None)
+        ):
+            return result
+        self.recording.end(int(pytest.ExitCode.OK), serving=True)
+        # The failures provoked from now on are the data, not worth a traceback.
+        config.option.tbstyle = "no"
+        self.runner.serve(session)
+        return result
 
 
 def _fast_exit() -> None:
@@ -431,19 +487,20 @@ class PlanRunner(_Reports):
     one process (one start-up, one collection).
     """
 
-    def __init__(self, config: pytest.Config, plan_path: str, out_path: str) -> None:
+    def __init__(
+        self, config: pytest.Config, plan_path: str, out_path: str, after: bool = False
+    ) -> None:
         super().__init__()
         self.config = config
         self.plan_path = plan_path
-        self.serve = os.path.isdir(plan_path)
-        if not self.serve:
+        self.after = after  # the recording run comes first (see _ServeAfter)
+        self.serving = os.path.isdir(plan_path)
+        if not self.serving:
             self._read_plan(plan_path)  # fail early, as a usage error
         self.out = _open_lines(out_path, "a")
         self.ran = 0
+        self.served = False
         self.parent = os.getppid()
-        if self.serve:
-            # Cleanups run last-registered first: this one runs after all of pytest's.
-            config.add_cleanup(_fast_exit)
 
     @staticmethod
     def _read_plan(path: str) -> list[tuple[int, list[str]]]:
@@ -457,27 +514,47 @@ class PlanRunner(_Reports):
             raise pytest.UsageError(f"isolator: cannot read plan {path}: {exc}") from None
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_runtestloop(self, session: pytest.Session) -> bool:
+    def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
+        if self.after:
+            return None  # pytest's own loop runs the recording run
         if session.config.option.collectonly:
             return True
-        items = {it.nodeid: it for it in session.items}
-        if not self.serve:
+        if not self.serving:
+            items = {it.nodeid: it for it in session.items}
             self._run_plan(self._read_plan(self.plan_path), items)
             return True
-        k = 0
-        while True:
-            path = os.path.join(self.plan_path, f"plan-{k}.json")
-            if os.path.exists(path):
-                self._run_plan(self._read_plan(path), items)
-                _write(self.out, {"type": "idle", "plan": k})
-                k += 1
-            elif os.path.exists(os.path.join(self.plan_path, "stop")):
-                break
-            elif os.getppid() != self.parent:  # the command died: do not linger
-                break
-            else:
-                time.sleep(0.01)
+        self.serve(session)
         return True
+
+    def serve(self, session: pytest.Session) -> None:
+        """Run the plans of the directory as they appear, until it holds ``stop``."""
+        # Cleanups run last-registered first: this one runs after all of pytest's.  Only
+        # once serving: a usage error (a test id not found) must still reach the user.
+        session.config.add_cleanup(_fast_exit)
+        self.served = True
+        items = {it.nodeid: it for it in session.items}
+        self.reports = []
+        # The provoked failures must not become the user's ``--lf`` selection.
+        lf: Any = session.config.pluginmanager.get_plugin("lfplugin")
+        saved = getattr(lf, "lastfailed", None)
+        saved = dict(saved) if isinstance(saved, dict) else None
+        k = 0
+        try:
+            while True:
+                path = os.path.join(self.plan_path, f"plan-{k}.json")
+                if os.path.exists(path):
+                    self._run_plan(self._read_plan(path), items)
+                    _write(self.out, {"type": "idle", "plan": k})
+                    k += 1
+                elif os.path.exists(os.path.join(self.plan_path, "stop")):
+                    break
+                elif os.getppid() != self.parent:  # the command died: do not linger
+                    break
+                else:
+                    time.sleep(0.01)
+        finally:
+            if saved is not None:
+                lf.lastfailed = saved
 
     def _run_plan(self, plan: list[tuple[int, list[str]]], items: dict[str, pytest.Item]) -> None:
         core = _core(self.config)
@@ -535,6 +612,8 @@ class PlanRunner(_Reports):
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.after and not self.served:
+            return  # the recording run ended without serving: its status stands
         # Failures are the data here, not a problem of the run.
         if session.exitstatus == pytest.ExitCode.TESTS_FAILED:
             session.exitstatus = pytest.ExitCode.OK

@@ -214,12 +214,13 @@ class CandidateIndex:
                 self.where[(rec.nodeid, site)] = loc
         # (reader, site, through): ``through`` marks a container a store goes through,
         # which only a write of that container or of one holding it can change.
-        readers: dict[str, list[tuple[NodeId, StateSite, bool]]] = defaultdict(list)
+        readers: dict[StateSite, list[tuple[NodeId, bool]]] = defaultdict(list)
         for rec in records:
             for site in rec.reads:
-                readers[site_root(site)].append((rec.nodeid, site, False))
+                readers[site].append((rec.nodeid, False))
             for site in rec.container_reads() - rec.reads:
-                readers[site_root(site)].append((rec.nodeid, site, True))
+                readers[site].append((rec.nodeid, True))
+        related = _Related(readers, exact=overlap is sites_overlap)
         self.by_target: dict[NodeId, dict[StateSite, tuple[NodeId, ...]]] = defaultdict(dict)
         self.precise: set[tuple[NodeId, StateSite]] = set()
         self._sets: dict[StateSite, frozenset[NodeId]] = {}
@@ -230,14 +231,15 @@ class CandidateIndex:
             wtuple = tuple(ws)
             self._sets[wsite] = frozenset(ws)
             self._writers[wsite] = wtuple
-            for reader, rsite, through in readers.get(site_root(wsite), ()):
-                if (through and len(wsite) > len(rsite)) or not overlap(wsite, rsite):
+            for rsite in related.sites(wsite):
+                if not overlap(wsite, rsite):
                     continue
-                if ws == [reader]:
-                    continue
-                self.by_target[reader][wsite] = wtuple
-                if rsite not in _WHOLE_READS:
-                    self.precise.add((reader, wsite))
+                for reader, through in readers[rsite]:
+                    if (through and len(wsite) > len(rsite)) or ws == [reader]:
+                        continue
+                    self.by_target[reader][wsite] = wtuple
+                    if rsite not in _WHOLE_READS:
+                        self.precise.add((reader, wsite))
 
     def targets(self) -> list[NodeId]:
         return sorted(self.by_target, key=lambda n: self.order.get(n, 0))
@@ -286,9 +288,11 @@ class CandidateIndex:
                     keyed.append(((target, site) not in self.precise, at, site, target))
             keyed.sort()  # precise matches first, then by target
             # One lazy walk per (target, site), outwards from the target in run order: a
-            # budget only ever looks at the first few writers of each.
-            rotation = [(t, self._nearest(t, site, same_file)) for _p, _a, site, t in keyed]
-            while rotation:
+            # budget only ever looks at the first few writers of each.  The walks are
+            # started during the first round, so that the first candidates come at once.
+            first = ((t, self._nearest(t, site, same_file)) for _p, _a, site, t in keyed)
+            rotation: Iterable[tuple[NodeId, Iterator[NodeId]]] = first
+            while True:
                 live = []
                 for target, writers in rotation:
                     w = next(writers, None)
@@ -300,6 +304,8 @@ class CandidateIndex:
                         cand = self.candidate(w, target)
                         if cand is not None:
                             yield cand
+                if not live:
+                    break
                 rotation = live
 
     def _nearest(self, target: NodeId, site: StateSite, same_file: bool) -> Iterator[NodeId]:
@@ -350,6 +356,41 @@ class CandidateIndex:
             for w in mine.get(site, ()):
                 if w != target and w not in out:
                     out.append(w)
+        return out
+
+
+class _Related:
+    """The read sites that may overlap a written one.
+
+    With ``exact`` (the overlap rule is :func:`sites_overlap`, which only relates a site
+    to its prefixes and extensions): the read sites that are a prefix of it ending where
+    a component does, and those it is a prefix of (a range of the sorted sites); else
+    every read site of its :func:`site_root`.  Either way a superset, for the overlap
+    rule to decide.
+    """
+
+    _CUTS: Final = frozenset(".[:/")
+
+    def __init__(self, sites: Iterable[StateSite], exact: bool) -> None:
+        self.exact = exact
+        self.known = frozenset(sites)
+        self.sorted = sorted(self.known)
+        self.by_root: dict[str, list[StateSite]] = defaultdict(list)
+        if not exact:
+            for site in self.sorted:
+                self.by_root[site_root(site)].append(site)
+
+    def sites(self, written: StateSite) -> list[StateSite]:
+        if not self.exact:
+            return self.by_root.get(site_root(written), [])
+        known = self.known
+        cuts = self._CUTS
+        out = [written[:i] for i, ch in enumerate(written) if ch in cuts and written[:i] in known]
+        i = bisect.bisect_left(self.sorted, written)
+        n = len(self.sorted)
+        while i < n and self.sorted[i].startswith(written):
+            out.append(self.sorted[i])
+            i += 1
         return out
 
 

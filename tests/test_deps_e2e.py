@@ -250,6 +250,36 @@ def test_unknown_node_id_is_a_one_line_error(tmp_path: Path) -> None:
     assert not (suite / ".isolator" / "deps.json").exists()
 
 
+LASTFAILED = {
+    "tests/test_lf.py": """
+        import os
+
+        def test_polluter():
+            os.environ["LF_FLAG"] = "1"
+
+        def test_victim():
+            assert "LF_FLAG" not in os.environ
+
+        def test_fails():
+            assert False
+    """,
+}
+
+
+def test_provoked_failures_do_not_become_the_last_failed_tests(tmp_path: Path) -> None:
+    # With pytest's cache on, as users run it: the confirmation runs fail the victim on
+    # purpose, and --lf must still select what failed in the suite's own order.
+    suite = write_suite(tmp_path / "lf", LASTFAILED)
+    proc = isolator(suite, "deps", "--format", "json", "--output", "o.json", "-p", "no:randomly")
+    assert proc.returncode == 0, proc.stderr
+    assert "tests/test_lf.py::test_victim (victim)" in proc.stdout
+    lastfailed = json.loads((suite / ".pytest_cache/v/cache/lastfailed").read_text())
+    assert list(lastfailed) == ["tests/test_lf.py::test_fails"]
+    # The recording process went on to serve the confirmation: one process in all.
+    stats = json.loads((suite / "o.json").read_text())["stats"]
+    assert stats["recording_served"] and stats["confirm_processes"] == 1
+
+
 CTRL_C = {
     "tests/test_ctrl_c.py": """
         import os
@@ -262,23 +292,25 @@ CTRL_C = {
             assert "CTRLC_FLAG" not in os.environ
 
         def test_slow_cleaner():
-            # Slow only once the harness asks for it (after the recording run).
-            if os.path.exists(os.environ["CTRLC_SLOW"]):
-                open(os.environ["CTRLC_MARKER"], "w").close()
-                time.sleep(120)
+            # Slow only right after the polluter, that is in the cleaner trial: the
+            # recording run resets the flag after every test, and a failed deletion
+            # reads nothing, so [polluter, cleaner] is no candidate pair.  Nothing
+            # depends on when the harness looks.
             try:
                 del os.environ["CTRLC_FLAG"]
             except KeyError:
-                pass
+                return
+            open(os.environ["CTRLC_MARKER"], "w").close()
+            time.sleep(120)
     """,
 }
 
 
 def test_ctrl_c_during_confirmation_keeps_what_was_confirmed(tmp_path: Path) -> None:
     suite = write_suite(tmp_path / "ctrlc", CTRL_C)
-    slow, marker = tmp_path / "slow", tmp_path / "marker"
+    marker = tmp_path / "marker"
     env = _orders.clean_env()
-    env.update(CTRLC_SLOW=str(slow), CTRLC_MARKER=str(marker))
+    env.update(CTRLC_MARKER=str(marker))
     proc = subprocess.Popen(
         [*ISOLATOR, "deps", "--jobs", "1", *QUIET],
         cwd=suite,
@@ -288,13 +320,10 @@ def test_ctrl_c_during_confirmation_keeps_what_was_confirmed(tmp_path: Path) -> 
         text=True,
     )
     try:
-        deadline = time.monotonic() + 120
-        assert proc.stderr is not None
-        for line in proc.stderr:  # wait for the end of the recording run
-            if "candidate pairs" in line or time.monotonic() > deadline:
-                break
-        slow.touch()
-        # The pair is run, then run again; the cleaner trial comes after and hangs.
+        # The pair is run, then its repetitions; the cleaner trial comes after them (in
+        # the same plan) and hangs.  Only the marker is waited for, with a deadline: the
+        # pipes are read once the command has ended (a few lines, far below their size).
+        deadline = time.monotonic() + 180
         while not marker.exists():
             assert time.monotonic() < deadline, "the cleaner trial never started"
             assert proc.poll() is None, proc.communicate()

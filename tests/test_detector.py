@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -546,3 +547,61 @@ def test_pairs_set_slow_candidates_aside_and_let_the_recording_stand_in_for_alon
         ("t.py::v",),
         ("t.py::slow", "t.py::v"),
     ]
+
+
+def test_index_finds_the_same_pairs_as_the_overlap_rule_on_every_read_site() -> None:
+    # The index only compares a written site with read sites that are its prefixes or
+    # extensions; any other overlap rule is asked about every read site of the root.
+    records = [
+        rec("t.py::a", 0, reads=("m:X", "<env>", "<file>:/d", "m:Y['k'].z", "<sys.modules>")),
+        rec("t.py::b", 1, writes={"m:X['k']": "", "<env>:HOME": "", "<file>:/d/x": ""}),
+        rec("t.py::c", 2, reads=("m:X['k'].a", "m:X1", "<env>:HOME", "<file>:/dx"),
+            writes={"m:Y": "", "<sys.modules>:p.q": "", "m:X['j']": ""}),
+        rec("t.py::d", 3, reads=("m:Y['k']", "<sys.modules>:p", "m:X['j']['q']"),
+            writes={"m:X": "", "<file>:/d": ""}, touched=("m:Z['a']['b']",),
+            outcome="failed"),
+        rec("t.py::e", 4, reads=("m:Z", "m:Z['a']"), writes={"m:Z['a']['c']": ""}),
+    ]  # fmt: skip
+
+    def general(a: str, b: str) -> bool:
+        return detector.sites_overlap(a, b)
+
+    fast, slow = CandidateIndex(records), CandidateIndex(records, general)
+    assert dict(fast.by_target) == dict(slow.by_target) and fast.precise == slow.precise
+    assert [dataclasses.astuple(c) for c in fast.ordered()] == [
+        dataclasses.astuple(c) for c in slow.ordered()
+    ]
+    assert pairs(list(fast.ordered())) >= {
+        ("t.py::b", "t.py::a"), ("t.py::b", "t.py::c"), ("t.py::d", "t.py::a"),
+        ("t.py::c", "t.py::d"), ("t.py::d", "t.py::c"), ("t.py::c", "t.py::a"),
+    }  # fmt: skip
+
+
+def test_follow_ups_come_once_and_leave_out_what_is_running() -> None:
+    records = [
+        rec("t.py::v", 0, reads=("m:S",)),
+        rec("t.py::p", 1, writes={"m:S": ""}),
+        rec("t.py::q", 2, writes={"m:S": ""}),
+        rec("t.py::c", 3, touched=("m:S",)),
+        rec("t.py::w", 4, reads=("m:T",)),
+        rec("t.py::r", 5, writes={"m:T": ""}),
+    ]
+    index = CandidateIndex(records)
+    ev = Evidence({r.nodeid: r.outcome for r in records})
+    given = _deps_cli._Pairs(index, ev)
+    follow = _deps_cli._FollowUps(ev, index, records, given, max_cleaners=30)
+    assert given.take(2, len) == [("t.py::p", "t.py::v")]
+    assert follow.followers() == [] and follow.seqs(Counter()) == []  # no result yet
+    ev.add(("t.py::p", "t.py::v"), "failed")
+    # The apparent edge brings the other writer of its state (otherwise handed out
+    # after the nearest writers of every other site) to the front, once.
+    assert pairs(follow.followers()) == {("t.py::q", "t.py::v")}
+    assert follow.followers() == []
+    repeats = [("t.py::v",), ("t.py::v",), ("t.py::p", "t.py::v")]
+    assert follow.seqs(Counter(), cleaners=False) == repeats
+    trials = [("t.py::p", "t.py::q", "t.py::v"), ("t.py::p", "t.py::c", "t.py::v")]
+    assert follow.seqs(Counter(), cleaners=True) == [*repeats, *trials]
+    # What is already handed out is not asked for again.
+    running = Counter([("t.py::v",), trials[1]])
+    assert follow.seqs(running) == [("t.py::v",), ("t.py::p", "t.py::v"), trials[0]]
+    assert follow.cleaner_seqs == trials
