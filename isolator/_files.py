@@ -13,8 +13,10 @@ import json
 import os
 import shutil
 import sys
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
 
+T = TypeVar("T")
 _dump = json.dump  # our own reference: a test may monkeypatch json
 
 _WRITE_FLAGS: Final = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
@@ -70,6 +72,19 @@ class FileGuard:
 
     def install(self) -> None:
         sys.addaudithook(self._hook)
+
+    def exempt_dir(self, path: str) -> None:
+        """Writes under ``path`` are the tests' own from now on (a directory made late)."""
+        self.exempt += (os.path.join(_abspath(path), ""),)
+
+    def unguarded(self, make: Callable[[], T]) -> T:
+        """``make()`` with its file writes not journaled (the test runner's own, mid-test)."""
+        was = self._busy
+        self._busy = True
+        try:
+            return make()
+        finally:
+            self._busy = was
 
     # The audit hook runs for every audited event of the process: keep the common path short.
     def _hook(self, event: str, args: tuple[Any, ...]) -> None:

@@ -19,6 +19,8 @@ import sys
 import types
 from typing import Any, Final
 
+from isolator import _versions
+
 NOTSET: Final = object()
 _EXT_SUFFIXES: Final = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 # Never unloaded: the test runner's own machinery and modules that hold process-wide
@@ -168,37 +170,91 @@ FINDER = UnloadedFinder()
 
 
 class ModulesProbe:
-    """Snapshot of ``sys.modules``; see the module docstring for the policy."""
+    """Snapshot of ``sys.modules``; see the module docstring for the policy.
+
+    ``snap``: name -> module at the baseline, in ``sys.modules`` order (imports append to
+    it, so a test's imports are its tail); ``n``: its length.  ``_clean``: (snap, its tag
+    cell, its tag, sys.modules' tag) when the two were last known equal.
+    """
 
     def __init__(self, is_project: Any = None) -> None:
         self.is_project = is_project or (lambda mod: False)
+        # sys.modules' version tag (see _versions): any write to it moves the tag, so an
+        # unchanged tag proves "unchanged", replacements of the same length included.
+        # (Before the snapshot: the tag's first use may import modules of its own.)
+        self._mods_tag = _versions.cell_for(sys.modules)
         self.snap: dict[str, Any] = dict(sys.modules)
         self.n = len(self.snap)
         self.ext_families = {n.partition(".")[0] for n, m in self.snap.items() if is_extension(m)}
+        self._clean: tuple[dict[str, Any], Any, int, int] | None = None
+        self._lists: tuple[dict[str, Any], int, list[str], list[Any]] | None = None
+        self._library: dict[str, types.ModuleType] = {}  # unloaded before, not project code
+        self._mark_clean()
+
+    def _mark_clean(self) -> None:
+        """sys.modules equals the snapshot now."""
+        self._clean = None
+        if self._mods_tag is None:
+            return
+        cell = _versions.cell_for(self.snap)
+        if cell is not None:
+            self._clean = (self.snap, cell, cell.value, self._mods_tag.value)
 
     def diff(self) -> tuple[list[str], list[str], list[str]]:
-        """(added, replaced, deleted) names; the common case is one len() call."""
-        if len(sys.modules) == self.n:
-            return [], [], []
-        return self._changes()
+        """(added, replaced, deleted) names; the common case is two integer reads."""
+        clean, mods_cell = self._clean, self._mods_tag
+        if mods_cell is None:
+            if len(sys.modules) == self.n:
+                return [], [], []  # no version tags here: a length check, as before
+        elif clean is not None:
+            snap, cell, tag, mods_tag = clean
+            if snap is self.snap and cell.value == tag and mods_cell.value == mods_tag:
+                return [], [], []
+        changes = self._changes()
+        if not any(changes):
+            self._mark_clean()
+        return changes
 
     def full_diff(self) -> tuple[list[str], list[str], list[str]]:
-        if sys.modules == self.snap:
-            return [], [], []
-        return self._changes()
+        changes = self._changes()
+        if not any(changes):
+            self._mark_clean()
+        return changes
+
+    def _snap_lists(self) -> tuple[list[str], list[Any]]:
+        """The snapshot's keys and values, cached while the snapshot is unchanged."""
+        snap = self.snap
+        cell = _versions.cell_for(snap) if self._mods_tag is not None else None
+        cached = self._lists
+        if cell is not None and cached is not None:
+            if cached[0] is snap and cached[1] == cell.value:
+                return cached[2], cached[3]
+        keys, values = list(snap), list(snap.values())
+        self._lists = (snap, cell.value, keys, values) if cell is not None else None
+        return keys, values
 
     def _changes(self) -> tuple[list[str], list[str], list[str]]:
+        mods, snap = sys.modules, self.snap
+        n = len(snap)
+        if len(mods) >= n:
+            # Fast path, exact: sys.modules starts with the snapshot's very key and value
+            # objects, in order (imports append); then nothing was replaced or deleted, and
+            # the rest is what was added.  (map stops at the end of the snapshot's lists.)
+            keys, values = self._snap_lists()
+            if not any(map(operator.is_not, mods.values(), values)) and not any(
+                map(operator.is_not, mods, keys)
+            ):
+                return sorted(itertools.islice(mods, n, None)), [], []
         # Set differences and a map over the snapshot run in C: a test that imports a
         # module pays for a thousand entries once, not three Python loops over them.
-        mods, snap = sys.modules, self.snap
-        keys = list(snap)
+        keys_list = list(snap)
         added = sorted(mods.keys() - snap.keys())
         deleted = sorted(snap.keys() - mods.keys())
         gone = set(deleted)
         replaced = [
             n
             for n in itertools.compress(
-                keys, map(operator.is_not, map(mods.get, keys), snap.values())
+                keys_list, map(operator.is_not, map(mods.get, keys_list), snap.values())
             )
             if n not in gone
         ]
@@ -209,41 +265,53 @@ class ModulesProbe:
     ) -> tuple[list[str], list[str]]:
         """Undo; returns (sites reset, names kept and absorbed into the baseline)."""
         mods = sys.modules
-        reset: list[str] = []
+        names: list[str] = []
         kept: list[str] = []
+        families = self.ext_families
         for n in added:
             m = mods.get(n)
             top = n.partition(".")[0]
             if (
                 isinstance(m, types.ModuleType)
                 and getattr(m, "__spec__", None) is not None
-                and (top in self.ext_families or is_extension(m) or top.startswith(_KEEP_PREFIXES))
+                and (top in families or is_extension(m) or top.startswith(_KEEP_PREFIXES))
             ):
-                if is_extension(m):
-                    self.ext_families.add(top)
+                if top not in families and is_extension(m):
+                    families.add(top)
                 kept.append(n)
                 continue
-            reset.append(f"<sys.modules>:{n}")
+            names.append(n)
         # A family gains a C extension during the test: keep the whole family.
-        for n in list(reset):
-            name = n.split(":", 1)[1]
-            if name.partition(".")[0] in self.ext_families:
-                reset.remove(n)
-                kept.append(name)
-        for site in reset:
-            name = site.split(":", 1)[1]
+        kept += [n for n in names if n.partition(".")[0] in families]
+        names = [n for n in names if n.partition(".")[0] not in families]
+        library = self._library
+        for name in names:
             m = mods.pop(name, None)
             if (
                 isinstance(m, types.ModuleType)
                 and getattr(m, "__spec__", None) is not None
                 and getattr(m, "__file__", None)
-                and not self.is_project(m)
             ):
+                # The same module object comes back after each test that imports it.
+                if library.get(name) is not m:
+                    if self.is_project(m):
+                        continue
+                    library[name] = m
                 FINDER.cache[name] = m
+        reset = [f"<sys.modules>:{n}" for n in names]
         for n in replaced + deleted:
             mods[n] = self.snap[n]
             reset.append(f"<sys.modules>:{n}")
+        snap = self.snap
         for n in kept:
-            self.snap[n] = mods[n]
+            snap[n] = mods[n]
+        if kept or deleted:
+            # Keep the snapshot in sys.modules order (re-inserted and kept names moved to
+            # its end), so that the next test's imports are again its tail.
+            order = [n for n in mods if n in snap]
+            if len(order) == len(snap):
+                self.snap = {n: snap[n] for n in order}
         self.n = len(self.snap)
+        if len(mods) == self.n:
+            self._mark_clean()
         return reset, kept

@@ -38,7 +38,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmd, rest = args[0], args[1:]
     try:
         if cmd == "run":
-            return run(rest)
+            status = run(rest)
+            if argv is None:
+                # The `isolator` program itself (not a caller of main()): nothing of this
+                # process outlives it, so skip the interpreter's teardown.
+                from isolator._supervise import exit_now
+
+                exit_now(status)
+            return status
         if cmd in _SUBCOMMANDS:
             modname, func = _SUBCOMMANDS[cmd]
             try:

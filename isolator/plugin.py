@@ -7,7 +7,6 @@ Hooks stay thin; the session's state lives in :class:`IsolatorPlugin`, registere
 from __future__ import annotations
 
 import argparse
-import getpass
 import importlib.util
 import json
 import os
@@ -20,6 +19,7 @@ from typing import Any
 import pytest
 
 from isolator import _config
+from isolator._files import FileGuard
 from isolator._fork import CAN_FORK, ForkRunner
 from isolator._store import STORE_DIR, StoreError, read_json, write_json_atomic
 from isolator._types import AccessLog, ResetPlan
@@ -152,9 +152,7 @@ class IsolatorPlugin:
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         sup = self._supervised()
         if sup:
-            write_json_atomic(
-                os.path.join(sup, "collected.json"), [i.nodeid for i in session.items]
-            )
+            _handoff(os.path.join(sup, "collected.json"), [i.nodeid for i in session.items])
             self._progress_fd = os.open(
                 os.path.join(sup, "progress"), os.O_WRONLY | os.O_CREAT, 0o644
             )
@@ -182,8 +180,9 @@ class IsolatorPlugin:
         backup = str(self.store / "cow" / str(os.getpid()))
         self.recovered = _recover_dead_journals(self.store / "cow")
         self.recovered += recover_journal(backup)
+        made = _basetemp(self.config)
         exempt = [
-            _basetemp(self.config),
+            *([made] if made is not None else []),
             str(self.store),
             str(self.config.rootpath / ".pytest_cache"),
             *self.settings.exempt,
@@ -211,6 +210,8 @@ class IsolatorPlugin:
             learn_memo=self.settings.learn_memo,
             keep=self.settings.keep,
         )
+        if made is None:
+            _exempt_basetemp_when_made(self.config, self.resetter.files)
         self.resetter.start(modules)
         self.conftests = [
             n for n in self.resetter.project if n == "conftest" or n.endswith(".conftest")
@@ -218,6 +219,9 @@ class IsolatorPlugin:
         self.active = True
         self.forked = self._load_forks()
         self.fork_plan = self._fork_plan(session.items)
+        if made is None and self.fork_plan and CAN_FORK:
+            # Forked children must share one directory, made here, not one each.
+            self.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
 
     # ----------------------------------------------------------------- per test
 
@@ -442,6 +446,15 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         session.config.pluginmanager.register(_ProtocolWrapper(core), "isolator-protocol")
 
 
+def _handoff(path: str, data: object) -> None:
+    """A file for the supervisor: complete or absent if this process dies (rename), with no
+    fsync, which would guard against the machine stopping, not this process."""
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(_dumps(data))
+    os.replace(tmp, path)
+
+
 def _recover_dead_journals(cow: Any) -> list[str]:
     from isolator._files import recover_journal
 
@@ -468,18 +481,39 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _basetemp(config: pytest.Config) -> str:
-    """pytest's temporary directory root for this session: files under it are the tests' own."""
+def _basetemp(config: pytest.Config) -> str | None:
+    """pytest's temporary directory for this session (files under it are the tests' own), or
+    None when pytest has not made it yet: it makes it when a test first asks for one."""
     factory = getattr(config, "_tmp_path_factory", None)
-    if factory is not None:
-        try:
-            return str(factory.getbasetemp())
-        except OSError:
-            pass
-    return os.path.join(tempfile.gettempdir(), f"pytest-of-{_user()}")
+    if factory is None:
+        return os.path.join(tempfile.gettempdir(), f"pytest-of-{_user()}")
+    made = getattr(factory, "_basetemp", None)
+    return None if made is None else str(made)
+
+
+def _exempt_basetemp_when_made(config: pytest.Config, files: FileGuard) -> None:
+    """Let pytest make its temporary directory when a test first asks for one, as it does
+    without isolator, instead of in every session: making it (and pruning old ones) is
+    pytest's bookkeeping, not the test's writes, and the directory is exempt from then on.
+
+    Not exempting the parent of all ``pytest-N`` directories instead: a project can itself
+    live in another session's temporary directory (pytester), and keeps its protection.
+    """
+    factory: Any = config._tmp_path_factory  # type: ignore[attr-defined]
+    original = factory.getbasetemp
+
+    def getbasetemp() -> Any:
+        base = files.unguarded(original)
+        files.exempt_dir(str(base))
+        factory.__dict__.pop("getbasetemp", None)  # made: pytest's own method again
+        return base
+
+    factory.getbasetemp = getbasetemp
 
 
 def _user() -> str:
+    import getpass
+
     try:
         return getpass.getuser()
     except Exception:

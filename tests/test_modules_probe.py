@@ -1,0 +1,95 @@
+"""sys.modules between tests, end to end: what a test adds, replaces or deletes is undone."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal", *args
+    )
+
+
+def test_a_replaced_entry_comes_back_even_when_the_count_is_unchanged(
+    pytester: pytest.Pytester,
+) -> None:
+    # colorsys is imported at collection, so it is part of the baseline; the polluter swaps
+    # it for a stand-in without adding or removing any entry.
+    pytester.makepyfile(
+        test_swap="""
+import sys, types
+import colorsys
+
+def test_swaps():
+    sys.modules["colorsys"] = types.ModuleType("colorsys")
+
+def test_sees_the_real_module():
+    import colorsys as again
+    assert again is colorsys
+    assert sys.modules["colorsys"] is colorsys
+"""
+    )
+    result = _run(pytester, "-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*<sys.modules>:colorsys (1)*"])
+
+
+def test_deleted_and_added_entries_in_one_test(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        helper_a="VALUE = 'a'\n",
+        helper_b="VALUE = 'b'\n",
+        test_mix="""
+import sys
+import colorsys
+import helper_a
+
+def test_deletes_one_and_imports_another():
+    del sys.modules["colorsys"]
+    del sys.modules["helper_a"]
+    import helper_b
+    assert helper_b.VALUE == "b"
+
+def test_fresh_view():
+    assert sys.modules["colorsys"] is colorsys
+    assert sys.modules["helper_a"] is helper_a
+    assert "helper_b" not in sys.modules
+
+def test_imports_again():
+    import helper_b
+    assert "helper_b" in sys.modules
+
+def test_fresh_again():
+    assert "helper_b" not in sys.modules
+    assert sys.modules["colorsys"] is colorsys
+""",
+    )
+    _run(pytester).assert_outcomes(passed=4)
+
+
+def test_a_module_imported_by_a_test_is_gone_for_the_next_and_comes_back_on_import(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        test_imports="""
+import sys
+
+def test_imports_graphlib():
+    import graphlib
+    assert "graphlib" in sys.modules
+
+def test_does_not_have_it():
+    assert "graphlib" not in sys.modules
+
+def test_imports_it_again():
+    import graphlib
+    assert graphlib.TopologicalSorter({"a": {"b"}}).static_order()
+    assert sys.modules["graphlib"] is graphlib
+
+def test_still_fresh():
+    assert "graphlib" not in sys.modules
+"""
+    )
+    _run(pytester).assert_outcomes(passed=4)

@@ -1,0 +1,155 @@
+"""`isolator run` (the supervised pytest) and pytest's temporary directories, end to end."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+SUITE = """
+import pytest
+
+def test_passes():
+    pass
+
+def test_fails():
+    assert 1 == 2
+
+@pytest.mark.skip(reason="not today")
+def test_skipped():
+    pass
+"""
+
+
+def _run(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTEST_ADDOPTS": "-p no:randomly -p no:cacheprovider", **env},
+    )
+
+
+def _shape(path: Path) -> tuple[object, ...]:
+    root = ET.parse(path).getroot()
+    suite = root.find("testsuite")
+    assert suite is not None
+    attrs = {k: v for k, v in suite.attrib.items() if k not in ("time", "timestamp", "hostname")}
+    cases = [
+        (c.get("classname", ""), c.get("name", ""), [child.tag for child in c])
+        for c in suite.iter("testcase")
+    ]
+    return root.tag, root.attrib, attrs, cases
+
+
+def test_an_uninterrupted_run_reports_what_pytest_reports(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_mixed=SUITE)
+    plain = _run(pytester.path, "pytest", "-p", "no:isolator", "--junitxml=plain/report.xml")
+    assert plain.returncode == 1, plain.stdout + plain.stderr
+    run = _run(pytester.path, "isolator", "run", "--junitxml=out/report.xml")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert _shape(pytester.path / "out" / "report.xml") == _shape(
+        pytester.path / "plain" / "report.xml"
+    )
+
+
+def test_a_project_inside_another_sessions_temporary_directory_keeps_its_files(
+    pytester: pytest.Pytester,
+) -> None:
+    # pytester puts this project under the outer session's pytest-of-<user>/pytest-N (and
+    # the inner session's temporary directories next to it, without the temproot pytester
+    # sets): only the inner session's own directory is the tests' to write freely.
+    pytester.makepyfile(
+        test_files="""
+import pathlib
+
+def test_writes():
+    pathlib.Path("written.txt").write_text("left behind")
+
+def test_fresh():
+    assert not pathlib.Path("written.txt").exists()
+"""
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_DEBUG_TEMPROOT"}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "isolator", "-p", "no:randomly"],
+        cwd=pytester.path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_no_temporary_directory_is_made_for_a_run_that_asks_for_none(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    pytester.makepyfile(test_plain="def test_nothing():\n    pass\n")
+    temproot = tmp_path / "temproot"
+    temproot.mkdir()
+    result = _run(pytester.path, "pytest", "-p", "isolator", PYTEST_DEBUG_TEMPROOT=str(temproot))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert list(temproot.iterdir()) == []
+
+
+def test_a_forked_test_and_the_others_share_one_temporary_directory(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    pytester.makepyfile(
+        test_forked="""
+import pytest
+
+@pytest.mark.isolator_fork
+def test_in_a_child(tmp_path_factory):
+    (tmp_path_factory.getbasetemp() / "from-child.txt").write_text("child")
+
+def test_in_the_parent(tmp_path_factory):
+    assert (tmp_path_factory.getbasetemp() / "from-child.txt").read_text() == "child"
+"""
+    )
+    temproot = tmp_path / "temproot"
+    temproot.mkdir()
+    result = _run(pytester.path, "pytest", "-p", "isolator", PYTEST_DEBUG_TEMPROOT=str(temproot))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_files_under_pytests_temporary_directories_are_the_tests_own(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    pytester.makepyfile(
+        test_tmp="""
+def test_writes(tmp_path_factory):
+    (tmp_path_factory.getbasetemp() / "shared.txt").write_text("kept")
+
+def test_reads(tmp_path_factory):
+    assert (tmp_path_factory.getbasetemp() / "shared.txt").read_text() == "kept"
+"""
+    )
+    temproot = tmp_path / "temproot"
+    temproot.mkdir()
+    result = _run(pytester.path, "pytest", "-p", "isolator", PYTEST_DEBUG_TEMPROOT=str(temproot))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "<file>" not in result.stdout
+
+
+def test_exit_handlers_of_the_tests_run_as_under_plain_pytest(pytester: pytest.Pytester) -> None:
+    # The supervised pytest ends without the interpreter's teardown, but what the code under
+    # test registered with atexit (flushing a log, removing a temporary directory) still runs.
+    pytester.makepyfile(
+        test_atexit="""
+import atexit, pathlib
+
+def test_registers():
+    atexit.register(pathlib.Path("at-exit.txt").write_text, "ran")
+"""
+    )
+    run = _run(pytester.path, "isolator", "run")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert (pytester.path / "at-exit.txt").read_text() == "ran"
