@@ -107,7 +107,9 @@ def available() -> bool:
         ok = (
             sys.implementation.name == "cpython"
             and (3, 10) <= sys.version_info[:2] <= (3, 13)
-            and not sysconfig.get_config_var("Py_GIL_DISABLED")
+            # Free-threaded builds (3.13+) lay dicts out differently; the flag is read
+            # only where it can exist (reading it imports the _sysconfigdata module).
+            and not (sys.version_info >= (3, 13) and sysconfig.get_config_var("Py_GIL_DISABLED"))
         )
         if ok:
             try:
