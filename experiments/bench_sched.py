@@ -20,7 +20,9 @@ scheduler, ``--reset=none``), ``n2+iso`` (``-n 2``, isolator's xdist scheduler),
 (``PYTEST_PLUGINS``) records each process's execution sequence, which is checked against
 the constraints of the run's reset mode (chains whole and in order on one worker, and back
 to back where isolator resets between tests; victims before their polluters where it does
-not); failed dependent tests are counted.
+not); failed dependent tests are counted.  The same plugin notes each pytest process's CPU
+time: ``main cpu s`` is the controller's share of an ``-n 2`` run (the whole run's CPU,
+``cpu s``, also counts the workers and any supervisor).
 
 Byte-code caching is on (``PYTHONDONTWRITEBYTECODE`` is dropped) and each suite gets an
 untimed warm-up run: otherwise every process re-does pytest's assertion rewriting of every
@@ -113,6 +115,14 @@ def pytest_runtest_logreport(report):
 def pytest_unconfigure(config):
     if _state["out"] is not None:
         _state["out"].close()
+    # This process's CPU time so far (the controller's share of an xdist run).
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    name = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    path = os.path.join(os.environ["BENCH_ORDER_DIR"], name + ".cpu")
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(f"{ru.ru_utime + ru.ru_stime:.3f}\\n")
 """
 
 
@@ -264,11 +274,14 @@ def run_config(suite: dict[str, Any], config: str, cost_ms: float, scratch: Path
     cmd = _cmd(suite["python"], config, suite["targets"])
     res = harness.measure(cmd, suite["root"], env, log, timeout=1800)
     seqs, failed = read_orders(order_dir)
+    cpu = {f.stem: sum(float(x) for x in f.read_text().split()) for f in order_dir.glob("*.cpu")}
     graph: DependencyGraph = suite["graph"]
     dependent = {d.target for d in graph.dependencies} | {d.source for d in graph.dependencies}
     return {
         "wall_s": res.wall_s,
         "cpu_s": res.cpu_s,
+        # pytest processes only: "main" (the controller under -n), workers by id
+        "cpu_by_process": cpu,
         "rc": res.rc,
         "tests": sum(len(s) for s in seqs.values()),
         "workers": len(seqs),
@@ -415,6 +428,7 @@ def main(argv: list[str] | None = None) -> int:
                 # Least disturbed run: on a shared machine, other load only adds time.
                 "best_s": min(r["wall_s"] for r in rs),
                 "cpu_s": statistics.median(r["cpu_s"] for r in rs),
+                "main_cpu_s": statistics.median(r["cpu_by_process"].get("main", 0.0) for r in rs),
                 "walls": [round(r["wall_s"], 3) for r in rs],
                 "tests": rs[0]["tests"],
                 "workers": rs[0]["workers"],
@@ -451,11 +465,13 @@ def main(argv: list[str] | None = None) -> int:
             ]
             table.append([
                 r["suite"], f"{r['cost_ms']:g}", config, c["tests"], f"{c['wall_s']:.2f}",
-                f"{c['best_s']:.2f}", f"{c['cpu_s']:.2f}", c.get("baseline", ""), *speed,
+                f"{c['best_s']:.2f}", f"{c['cpu_s']:.2f}", f"{c['main_cpu_s']:.2f}",
+                c.get("baseline", ""), *speed,
                 len(c["violations"]), len(c["failed_dependent"]), len(c["failed"]),
             ])  # fmt: skip
     print(tabulate(table, headers=["suite", "ms/test", "config", "tests", "median s", "best s",
-                                   "cpu s", "vs", "speed-up (median)", "(paired)", "(best)",
+                                   "cpu s", "main cpu s", "vs", "speed-up (median)",
+                                   "(paired)", "(best)",
                                    "violations", "dependent failed", "failed"]))  # fmt: skip
     out = {
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

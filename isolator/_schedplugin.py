@@ -75,6 +75,10 @@ def pytest_configure(config: pytest.Config) -> None:
         from isolator._xdist import XdistHooks
 
         config.pluginmanager.register(XdistHooks(plugin), PLUGIN_NAME + "-xdist")
+    elif hasattr(config, "workerinput") and WORKERINPUT_KEY in config.workerinput:
+        from isolator._xdist import install_worker_events
+
+        install_worker_events(config)
 
 
 def reset_mode(config: pytest.Config) -> str:

@@ -6,13 +6,21 @@ graph and the collection the workers report (already in the repaired order, sinc
 workers run ``_schedplugin``'s collection hooks): each connected component of constraint
 edges is one unit, sent to one worker in a single batch so that its tests run back to back;
 all other tests are single-test units, balanced across workers like ``--dist load``.
+Workers it schedules send their per-test events in batches (``WorkerEvents``).
 """
 
 from __future__ import annotations
 
+import io
+import os
+import pickle
+import shutil
+import struct
+import tempfile
+import time
 from collections import deque
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 from xdist.report import report_collection_diff  # type: ignore[import-untyped]
@@ -24,6 +32,11 @@ from isolator._types import NodeId
 
 if TYPE_CHECKING:
     from isolator._schedplugin import SchedPlugin
+
+
+def _cost_key(nodeid: str) -> str:
+    """Tests that cost alike: a function's parametrized variants."""
+    return nodeid.partition("[")[0]
 
 
 def _scope_fn(dist: str) -> scheduler.ScopeFn | None:
@@ -40,16 +53,294 @@ def _scope_fn(dist: str) -> scheduler.ScopeFn | None:
 _REPLACED = frozenset({"load", "loadscope", "loadfile", "worksteal"})
 
 
+# -- batched worker events -------------------------------------------------------------------
+#
+# An xdist worker sends six pickled messages per test (logstart, three reports, logfinish,
+# runtest_protocol_complete), each serialized by execnet in pure Python, read by the
+# controller's receiver thread and handed to its main thread through a queue: about 0.5 ms
+# of CPU per test on two processes, as much as a small test itself costs.  Once isolator's
+# scheduler is in charge it asks its workers to buffer those events and send them as one
+# message of plain data, pickled in C.  What must not wait still goes at once: a failed
+# report (-x/--maxfail stop the other workers), every other event (collection, warnings,
+# answers to steal requests, "workerfinished", errors), and the buffer before the worker
+# waits for tests.  A worker that crashes loses its buffer; the test that crashed it is
+# known from a breadcrumb file the worker writes at each test's start (local workers), or
+# because the buffer goes out at each test's start (remote workers: one message per test).
+
+BATCH_COMMAND: Final = "isolator_batch"  # controller -> worker: start batching
+BATCH_EVENT: Final = "isolator_events"  # worker -> controller: events in one message
+_GROUP_EVENT: Final = "isolator_calls"  # controller queue item: one batch's calls
+_BATCHED: Final = frozenset({"logstart", "testreport", "logfinish", "runtest_protocol_complete"})
+_PROTOCOL: Final = 4  # every supported Python reads it, whichever side is newer
+_CRUMB: Final = struct.Struct("<q")
+MAX_TESTS: Final = 64  # tests per message at most
+MAX_DELAY: Final = 0.2  # seconds an event may wait (checked as tests start and end)
+
+
+class _PlainPickler(pickle.Pickler):
+    """Pickles what execnet could send (containers, strings, numbers, ``None``), no more."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        raise pickle.PicklingError(f"not plain data: {type(obj).__name__}")
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    """Loads plain data only: a pickle naming any class or function is refused."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"refused global {module}.{name}")
+
+
+def dump_events(events: list[tuple[str, dict[str, Any]]]) -> bytes | None:
+    """``events`` pickled, or None when they hold more than plain data."""
+    buf = io.BytesIO()
+    try:
+        _PlainPickler(buf, protocol=_PROTOCOL).dump(events)
+    except (pickle.PicklingError, TypeError, ValueError, RecursionError):
+        return None
+    return buf.getvalue()
+
+
+def load_events(data: bytes) -> list[tuple[str, dict[str, Any]]]:
+    events = _PlainUnpickler(io.BytesIO(data)).load()
+    if not isinstance(events, list) or not all(
+        type(e) is tuple and len(e) == 2 and isinstance(e[1], dict) for e in events
+    ):
+        raise pickle.UnpicklingError("not a list of (name, kwargs) events")
+    return events
+
+
+class WorkerEvents:
+    """Worker side: xdist's per-test events, buffered and shipped in one message.
+
+    Wraps the ``WorkerInteractor``'s ``sendevent``, ``handle_command`` and test queue.
+    Off until the controller sends ``BATCH_COMMAND``.  Shape::
+
+        events = [(name, kwargs), ...]   # in the order xdist produced them
+        crumb  = file descriptor | None  # the running test's index, for crash reports
+    """
+
+    def __init__(self, interactor: Any) -> None:
+        self.interactor = interactor
+        self._sendevent: Callable[..., None] = interactor.sendevent
+        self._handle_command: Callable[[Any], None] = interactor.handle_command
+        self._get: Callable[[], Any] = interactor.torun.get
+        # sendevent also runs in execnet's receiver thread (answers to steal requests)
+        self.lock = interactor.channel.gateway.execmodel.RLock()
+        self.events: list[tuple[str, dict[str, Any]]] = []
+        self.tests = 0
+        self.since = 0.0
+        self.enabled = False
+        self.max_tests = 1
+        self.max_delay = 0.0
+        self.crumb: int | None = None
+        interactor.sendevent = self.sendevent
+        interactor.handle_command = self.handle_command
+        interactor.torun.get = self.next_test
+
+    def handle_command(self, command: Any) -> None:
+        if type(command) is tuple and command[0] == BATCH_COMMAND:
+            self.enable(**command[1])
+        else:
+            self._handle_command(command)
+
+    def enable(self, max_tests: int = 1, max_delay: float = 0.0, crumb: str | None = None) -> None:
+        with self.lock:
+            self.max_tests = max(1, int(max_tests))
+            self.max_delay = float(max_delay)
+            if crumb is not None and self.crumb is None and hasattr(os, "pwrite"):
+                try:
+                    self.crumb = os.open(crumb, os.O_WRONLY)
+                except OSError:
+                    pass  # then the buffer goes out at each test's start
+            self.enabled = True
+
+    def sendevent(self, name: str, **kwargs: Any) -> None:
+        with self.lock:
+            if not self.enabled or name not in _BATCHED:
+                self.flush()
+                self._sendevent(name, **kwargs)
+                return
+            now = time.perf_counter()
+            if name == "logstart":
+                if self.events and now - self.since >= self.max_delay:
+                    self.flush()
+                if not self._drop_crumb():
+                    self.events.append((name, kwargs))
+                    self.flush()
+                    return
+            if not self.events:
+                self.since = now
+            self.events.append((name, kwargs))
+            if name == "runtest_protocol_complete":
+                self.tests += 1
+                if (
+                    self.tests >= self.max_tests
+                    or now - self.since >= self.max_delay
+                    or not isinstance(self.interactor.nextitem_index, int)  # the last test
+                ):
+                    self.flush()
+            elif name == "testreport" and kwargs["data"].get("outcome") == "failed":
+                self.flush()
+
+    def _drop_crumb(self) -> bool:
+        """Note the running test's index in the breadcrumb file; False if there is none."""
+        if self.crumb is None:
+            return False
+        try:
+            os.pwrite(self.crumb, _CRUMB.pack(self.interactor.item_index), 0)
+        except OSError:
+            os.close(self.crumb)
+            self.crumb = None
+            return False
+        return True
+
+    def next_test(self) -> Any:
+        with self.interactor.torun.lock() as items:
+            idle = not items
+        if idle:  # the controller hears about the finished tests before sending more
+            with self.lock:
+                self.flush()
+        return self._get()
+
+    def flush(self) -> None:
+        events, self.events, self.tests = self.events, [], 0
+        if not events:
+            return
+        data = dump_events(events) if len(events) > 1 else None
+        if data is None:
+            for name, kwargs in events:  # as xdist sends them (and fails where it fails)
+                self._sendevent(name, **kwargs)
+            return
+        self._sendevent(BATCH_EVENT, data=data)
+
+
+def install_worker_events(config: pytest.Config) -> None:
+    """Wrap this xdist worker's event sending (see ``WorkerEvents``)."""
+    for plugin in config.pluginmanager.get_plugins():
+        if all(hasattr(plugin, a) for a in ("sendevent", "handle_command", "torun", "channel")):
+            if hasattr(plugin.torun, "lock"):  # xdist >= 3.6; older ones do not batch
+                WorkerEvents(plugin)
+            return
+
+
+class EventBatches:
+    """Controller side: unpacks batched events, and tells workers to batch.
+
+    Each node's ``process_from_remote`` (run in execnet's receiver thread) is wrapped:
+    the events of one message go through xdist's own handling one by one, and reach the
+    main thread as one queue item, which ``DSession.worker_isolator_events`` dispatches.
+    Shape::
+
+        crumbs = {node: breadcrumb file path}   # local workers only
+    """
+
+    def __init__(self) -> None:
+        self.dsession: Any = None
+        self.crumbs: dict[Any, str] = {}
+        self._dir: str | None = None
+
+    def install(self, config: pytest.Config) -> None:
+        """Group the calls of one message into one item of the controller's queue."""
+        dsession = config.pluginmanager.getplugin("dsession")
+        if dsession is not None and not hasattr(dsession, "worker_" + _GROUP_EVENT):
+
+            def dispatch(calls: list[tuple[str, dict[str, Any]]]) -> None:
+                for name, kwargs in calls:
+                    getattr(dsession, "worker_" + name)(**kwargs)
+
+            setattr(dsession, "worker_" + _GROUP_EVENT, dispatch)
+            self.dsession = dsession
+
+    def wrap(self, node: Any) -> None:
+        process: Callable[[Any], None] = node.process_from_remote
+        put: Callable[[Any], None] = node.putevent
+
+        def process_from_remote(eventcall: Any) -> None:
+            if type(eventcall) is not tuple or eventcall[0] != BATCH_EVENT:
+                process(eventcall)
+                return
+            try:
+                events = load_events(eventcall[1]["data"])
+            except Exception:
+                # What xdist does with an event it cannot handle: that worker goes down.
+                excinfo = pytest.ExceptionInfo.from_current()
+                node.config.notify_exception(excinfo)
+                node.shutdown()
+                node.notify_inproc("errordown", node=node, error=excinfo)
+                return
+            if self.dsession is None:
+                for event in events:
+                    process(event)
+                return
+            calls: list[tuple[str, dict[str, Any]]] = []
+            node.putevent = calls.append
+            try:
+                for event in events:
+                    process(event)
+            finally:
+                node.putevent = put
+            put((_GROUP_EVENT, {"calls": calls}))
+
+        node.process_from_remote = process_from_remote
+
+    def enable(self, node: Any) -> None:
+        """Ask ``node`` to batch its events (once the scheduler sends it tests)."""
+        if not hasattr(node, "sendcommand"):
+            return
+        crumb = self._crumb_file(node)
+        node.sendcommand(BATCH_COMMAND, max_tests=MAX_TESTS, max_delay=MAX_DELAY, crumb=crumb)
+
+    def _crumb_file(self, node: Any) -> str | None:
+        spec = getattr(getattr(node, "gateway", None), "spec", None)
+        if spec is None or not spec.popen or spec.via or not hasattr(os, "pwrite"):
+            return None  # a worker on another host cannot write our files
+        try:
+            if self._dir is None:
+                self._dir = tempfile.mkdtemp(prefix="isolator-xdist-")
+            path = os.path.join(self._dir, str(node.gateway.id))
+            with open(path, "wb"):
+                pass
+        except OSError:
+            return None
+        self.crumbs[node] = path
+        return path
+
+    def running(self, node: Any) -> int | None:
+        """The index of the test ``node`` last started, from its breadcrumb file."""
+        path = self.crumbs.pop(node, None)
+        if path is None:
+            return None
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read(_CRUMB.size)
+            os.unlink(path)
+        except OSError:
+            return None
+        return int(_CRUMB.unpack(data)[0]) if len(data) == _CRUMB.size else None
+
+    def cleanup(self) -> None:
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+
 class XdistHooks:
     """Controller-side xdist hooks (workers only need the collection hooks)."""
 
     def __init__(self, plugin: SchedPlugin) -> None:
         self.plugin = plugin
         self._have_worker_output = False
+        self.batches = EventBatches()
 
     @pytest.hookimpl
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput[WORKERINPUT_KEY] = self.plugin.workerinput_data()
+        self.batches.wrap(node)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self) -> None:
+        self.batches.cleanup()
 
     @pytest.hookimpl
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
@@ -62,7 +353,10 @@ class XdistHooks:
             )
             return None
         lpt = self.plugin.order not in PRIORITY_MODES
-        return DependencyScheduling(config, log, self.plugin, _scope_fn(dist), lpt=lpt)
+        self.batches.install(config)
+        return DependencyScheduling(
+            config, log, self.plugin, _scope_fn(dist), lpt=lpt, batches=self.batches
+        )
 
     @pytest.hookimpl
     def pytest_xdist_node_collection_finished(self, node: Any, ids: Sequence[str]) -> None:
@@ -105,6 +399,7 @@ class DependencyScheduling:
         *,
         lpt: bool = True,
         numnodes: int | None = None,
+        batches: EventBatches | None = None,
     ) -> None:
         self.config = config
         self.log = log.isolatorsched if log is not None else (lambda *a: None)
@@ -120,6 +415,12 @@ class DependencyScheduling:
         self.queued_tests = 0
         self.collection: list[str] | None = None
         self.handed_back: set[int] = set()  # ids of units requeued from a crashed worker
+        self.batches = batches
+        self.batching: set[Any] = set()  # workers told to batch their events
+        # Finished tests' durations by function, for stealing about half the work left.
+        self.durations: dict[str, tuple[float, int]] = {}
+        self.duration_sum = 0.0
+        self.duration_n = 0
 
     # -- protocol properties -------------------------------------------------------------
 
@@ -163,6 +464,12 @@ class DependencyScheduling:
         self.node2collection[node] = list(collection)
 
     def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
+        if duration > 0 and self.collection is not None:
+            key = _cost_key(self.collection[item_index])
+            total, n = self.durations.get(key, (0.0, 0))
+            self.durations[key] = (total + duration, n + 1)
+            self.duration_sum += duration
+            self.duration_n += 1
         self.node2pending[node].remove(item_index)
         units = self.node2units[node]
         for unit in units:  # the first unit, unless a worker skipped ahead
@@ -208,11 +515,16 @@ class DependencyScheduling:
                 self._refill(other)  # someone may have waited for a steal from it
             return None
         assert self.collection is not None
-        crashitem = self.collection[pending[0]]
+        # The test it crashed in: the first one it had not finished, or, when it batched
+        # its events, the one it last started (those before it finished, but their
+        # reports died with it: they run again).
+        running = self.batches.running(node) if self.batches is not None else None
+        at = pending.index(running) if running in pending else 0
+        crashitem = self.collection[pending[at]]
         # The rest of the crashed worker's units go back as one unit, still in order (a
         # chain whose setter already ran there loses that state: reported by its test).
-        if pending[1:]:
-            rest = pending[1:]
+        rest = pending[:at] + pending[at + 1 :]
+        if rest:
             self.handed_back.add(id(rest))
             self.queue.appendleft(rest)
             self.queued_tests += len(rest)
@@ -295,6 +607,9 @@ class DependencyScheduling:
                 self.plugin.worker_chains.setdefault(str(node.gateway.id), []).append(chain)
         self.node2pending[node].extend(indices)
         self.node2units[node].extend(list(u) for u in units)
+        if self.batches is not None and node not in self.batching:
+            self.batching.add(node)
+            self.batches.enable(node)
         node.send_runtest_some(indices)
 
     def _balance(self) -> None:
@@ -318,24 +633,39 @@ class DependencyScheduling:
         for node in idle:
             node.shutdown()
 
-    def _stealable(self, node: Any) -> list[list[int]]:
-        """Whole units from the end of ``node``'s queue, about half its pending tests.
+    def _cost(self, index: int) -> float:
+        """A test's expected duration: the mean of the finished runs of its function (its
+        parametrized variants cost alike), else of every finished test; 1 before any."""
+        if not self.duration_n:
+            return 1.0
+        assert self.collection is not None
+        total, n = self.durations.get(_cost_key(self.collection[index]), (0.0, 0))
+        return total / n if n else self.duration_sum / self.duration_n
 
-        The worker holds the test it runs and the next one outside its queue: units that
-        touch those two stay.
+    def _stealable(self, node: Any) -> list[list[int]]:
+        """Whole units of ``node``'s queue worth about half the work it has left.
+
+        Largest expected units first, wherever they sit in its queue (a cluster of slow
+        parametrized tests is typically early in a batch, where stealing from the end of
+        the queue would only reach it last), ties from the end.  The worker holds the test
+        it runs and the next one outside its queue: units that touch those two stay.
         """
         pending = self.node2pending[node]
         started = set(pending[:2])
-        want = (len(pending) - 2 + 1) // 2
-        out: list[list[int]] = []
-        size = 0
-        for unit in reversed(self.node2units[node]):
-            if size >= want or started.intersection(unit):
-                break
-            out.append(unit)
-            size += len(unit)
-        out.reverse()
-        return out
+        units = list(self.node2units[node])
+        cost = {id(u): sum(self._cost(i) for i in u) for u in units}
+        half = sum(self._cost(i) for i in pending) / 2
+        taken: set[int] = set()
+        got = 0.0
+        for unit in sorted(reversed(units), key=lambda u: -cost[id(u)]):
+            c = cost[id(unit)]
+            # The first unit goes even if it is worth more than half: the two workers
+            # then end sooner than this one would alone.
+            if started.intersection(unit) or (got and got + c > half):
+                continue
+            taken.add(id(unit))
+            got += c
+        return [u for u in units if id(u) in taken]
 
     def _same_collections(self) -> bool:
         items = list(self.node2collection.items())

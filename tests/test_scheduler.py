@@ -243,9 +243,11 @@ def run_fake(
     nnodes: int = 2,
     rng_seed: int = 0,
     slow: dict[str, int] | None = None,
+    durations: bool = False,
 ) -> tuple[dict[str, list[str]], DependencyScheduling]:
     """Drive the scheduler like xdist's DSession and workers: each step one worker runs a
-    test (a test in ``slow`` takes that many steps), or answers a steal request."""
+    test (a test in ``slow`` takes that many steps), or answers a steal request.  With
+    ``durations``, finished tests report the steps they took, as xdist reports seconds."""
     rng = random.Random(rng_seed)
     slow = slow or {}
     plugin = FakePlugin(g)
@@ -294,7 +296,8 @@ def run_fake(
             if left[n] == 0:
                 idx = queues[n].pop(0)
                 ran[n.gateway.id].append(collection[idx])
-                sched.mark_test_complete(n, idx)
+                took = slow.get(collection[idx], 1) if durations else 0
+                sched.mark_test_complete(n, idx, took)
     assert sched.tests_finished
     assert all(n.shutting_down for n in nodes)
     assert not any(queues.values())
@@ -328,6 +331,24 @@ def test_xdist_balances_independent_tests(seed: int) -> None:
     assert sum(sizes) == 200 and sizes[0] > 40
 
 
+def test_xdist_steals_slow_tests_from_the_middle_of_a_batch() -> None:
+    # parso's shape: nine slow parametrized variants, adjacent, so the first batch of one
+    # worker holds all of them, followed by quick tests.  Stealing from the end of its
+    # queue by count reaches them last; by the durations seen so far, at once.
+    collection = [f"t{i}" for i in range(400)]
+    slow_ids = [f"test_slow[{v}]" for v in range(9)]
+    collection[40:40] = slow_ids
+    slow = dict.fromkeys(slow_ids, 80)
+    work = len(collection) - len(slow_ids) + 80 * len(slow_ids)
+    for seed in range(3):
+        ran, sched = run_fake(collection, graph(), slow=slow, durations=True, rng_seed=seed)
+        assert sorted(t for ts in ran.values() for t in ts) == sorted(collection)
+        assert all(any(t in slow for t in ts) for ts in ran.values()), ran
+        # Both end close to an even split (stealing by count: 44 steps later).
+        steps = sched.steps  # type: ignore[attr-defined]
+        assert steps <= work / 2 + 20, (steps, work)
+
+
 def _two_workers(
     collection: list[str], g: DependencyGraph
 ) -> tuple[DependencyScheduling, FakeNode, FakeNode]:
@@ -350,6 +371,51 @@ def test_xdist_crashed_worker_hands_back_its_pending_tests() -> None:
     assert sched.has_pending
     resent = [i for batch in b.sent for i in batch]
     assert set(pending_a[1:]) <= set(resent)
+
+
+class FakeBatches:
+    """Stands in for ``EventBatches``: which workers were told to batch, and the test
+    each one's breadcrumb names."""
+
+    def __init__(self) -> None:
+        self.enabled: list[str] = []
+        self.crumbs: dict[str, int] = {}
+
+    def enable(self, node: FakeNode) -> None:
+        self.enabled.append(node.gateway.id)
+
+    def running(self, node: FakeNode) -> int | None:
+        return self.crumbs.get(node.gateway.id)
+
+
+def test_xdist_crash_with_batched_events_blames_the_running_test() -> None:
+    # A worker that batched its events dies with the reports of the tests it finished
+    # since its last message: the test it was running is the crash, those run again.
+    collection = [f"t{i}" for i in range(40)]
+    batches = FakeBatches()
+    config: Any = None
+    plugin: Any = FakePlugin(graph())
+    fake: Any = batches
+    sched = DependencyScheduling(config, None, plugin, numnodes=2, batches=fake)
+    a, b = FakeNode("gw0"), FakeNode("gw1")
+    for n in (a, b):
+        sched.add_node(n)
+        sched.add_node_collection(n, collection)
+    sched.schedule()
+    assert sorted(batches.enabled) == ["gw0", "gw1"]  # once each, with their first tests
+    pending_a = [i for batch in a.sent for i in batch]
+    batches.crumbs["gw0"] = pending_a[3]
+    assert sched.remove_node(a) == collection[pending_a[3]]
+    done: set[int] = set()
+    while not any(pending_a[0] in batch for batch in b.sent):
+        todo = [i for batch in b.sent for i in batch if i not in done]
+        assert todo
+        sched.mark_test_complete(b, todo[0])
+        done.add(todo[0])
+    resent = [i for batch in b.sent for i in batch]
+    handed_back = [i for i in resent if i in pending_a]
+    assert handed_back == pending_a[:3] + pending_a[4:]
+    assert sorted(batches.enabled) == ["gw0", "gw1"]
 
 
 def test_xdist_initial_distribution_is_one_message_per_worker() -> None:
