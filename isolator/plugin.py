@@ -7,6 +7,7 @@ Hooks stay thin; the session's state lives in :class:`IsolatorPlugin`, registere
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
 import json
 import os
@@ -196,11 +197,12 @@ class IsolatorPlugin:
         xml = getattr(self.config.option, "xmlpath", None)
         if xml:
             exempt.append(os.path.dirname(os.path.abspath(xml)))
-        modules = []
+        by_id: dict[int, Any] = {}
         for item in session.items:
             mod = getattr(item, "module", None)
-            if mod is not None and mod not in modules:
-                modules.append(mod)
+            if mod is not None:
+                by_id.setdefault(id(mod), mod)
+        modules = list(by_id.values())
         self.resetter = Resetter(
             str(self.config.rootpath),
             backup,
@@ -213,6 +215,10 @@ class IsolatorPlugin:
         if made is None:
             _exempt_basetemp_when_made(self.config, self.resetter.files)
         self.resetter.start(modules)
+        # The baseline's snapshots are thousands of new long-lived objects, enough to bring
+        # on an extra full collection during the tests; one now, while the heap is small and
+        # before any test runs, is cheaper and changes nothing a test can rely on.
+        gc.collect()
         self.conftests = [
             n for n in self.resetter.project if n == "conftest" or n.endswith(".conftest")
         ]
