@@ -35,6 +35,8 @@ import types
 from collections import deque
 from typing import Any, Final
 
+from isolator._state import _slot_names
+
 _ATOMS: Final = (int, float, complex, str, bytes, bool, type(None))
 _ATOM_TYPES: Final = frozenset(_ATOMS)
 # Compared by identity only: code and types are never rebuilt by a memoised computation.
@@ -71,16 +73,6 @@ def same_value(a: object, b: object, budget: int = _BUDGET) -> bool:
         return False
     except Exception:  # a broken __eq__, __hash__ or property: cannot tell
         return False
-
-
-def _slots(cls: type) -> tuple[str, ...]:
-    names: list[str] = []
-    for klass in cls.__mro__:
-        s = klass.__dict__.get("__slots__", ())
-        if isinstance(s, str):
-            s = (s,)
-        names += [n for n in s if n not in ("__dict__", "__weakref__")]
-    return tuple(names)
 
 
 class _Matcher:
@@ -181,7 +173,7 @@ class _Matcher:
     def slot_names(self, cls: type) -> tuple[str, ...]:
         names = self.slots.get(cls)
         if names is None:
-            names = self.slots[cls] = _slots(cls)
+            names = self.slots[cls] = _slot_names(cls)
         return names
 
     def expand_dict(self, x: dict[Any, Any], y: dict[Any, Any]) -> None:
@@ -203,7 +195,7 @@ class _Matcher:
             self.pair(v, w)
         if left:
             if found:
-                right = [(k, v) for k, v in y.items() if not _has_key(x, k)]
+                right = [(k, v) for k, v in y.items() if k not in x]
             else:
                 right = list(y.items())
             if len(right) != len(left):
@@ -384,13 +376,6 @@ class _Matcher:
             if id(self.ab[i]) != i:
                 return False
         return True
-
-
-def _has_key(d: dict[Any, Any], k: Any) -> bool:
-    try:
-        return k in d
-    except TypeError:
-        return False
 
 
 def _identity_hashed(cls: type) -> bool:
