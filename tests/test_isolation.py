@@ -388,3 +388,75 @@ def test_session_later(sess):
     )
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
     result.assert_outcomes(passed=3)
+
+
+_GC_CONFTEST = """
+import gc
+import sys
+
+# Counted on sys, which isolator never resets: a list in this module would be conftest
+# state, which isolator puts back after each test.
+sys.full_collections = 0
+
+
+def _count(phase, info):
+    if phase == "stop" and info["generation"] == 2:
+        sys.full_collections += 1
+
+
+def pytest_configure(config):
+    gc.freeze()  # a user's own freeze, which isolator must leave in place
+    gc.callbacks.append(_count)
+
+
+def pytest_terminal_summary(terminalreporter):
+    gc.callbacks.remove(_count)
+    terminalreporter.write_line(f"FULL-COLLECTIONS={sys.full_collections}")
+"""
+
+
+def test_baseline_adds_no_full_collection_and_keeps_a_users_freeze(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(_GC_CONFTEST)
+    pytester.makepyfile(
+        test_gc="""
+        import gc
+        import pytest
+
+        STATE = {"n": 0}
+
+        @pytest.mark.parametrize("i", range(20))
+        def test_touch(i):
+            STATE["n"] += 1
+            assert gc.get_freeze_count() > 0
+        """
+    )
+    plain = pytester.runpytest_subprocess("-p", "no:isolator", "-p", "no:cacheprovider")
+    plain.assert_outcomes(passed=20)
+    isolated = pytester.runpytest_subprocess(
+        "-p", "isolator", "--reset=minimal", "-p", "no:cacheprovider"
+    )
+    isolated.assert_outcomes(passed=20)
+
+    def full(result: pytest.RunResult) -> str:
+        return next(line for line in result.outlines if line.startswith("FULL-COLLECTIONS="))
+
+    assert full(isolated) == full(plain)
+
+    # Without a user's freeze, the baseline's objects are settled by freezing and at once
+    # unfreezing: no full collection, and nothing stays frozen for the tests.
+    pytester.makeconftest(_GC_CONFTEST.replace("    gc.freeze()", "    pass"))
+    pytester.makepyfile(
+        test_gc="""
+        import gc
+
+        def test_nothing_frozen():
+            assert gc.get_freeze_count() == 0
+        """
+    )
+    isolated = pytester.runpytest_subprocess(
+        "-p", "isolator", "--reset=minimal", "-p", "no:cacheprovider"
+    )
+    isolated.assert_outcomes(passed=1)
+    assert full(isolated) == "FULL-COLLECTIONS=0"
