@@ -12,6 +12,7 @@ Replaced and deleted entries come back.
 
 from __future__ import annotations
 
+import importlib
 import importlib.machinery
 import itertools
 import operator
@@ -129,41 +130,138 @@ def is_extension(mod: object) -> bool:
     return isinstance(origin, str) and origin.endswith(_EXT_SUFFIXES)
 
 
-class _Reinstate:
-    """Loader that hands back a module object unloaded after an earlier test."""
+# A module's first import while isolator runs: (the module, its namespace when its execution
+# ended, the names its execution added to sys.modules, in order).
+_Fresh = tuple[types.ModuleType, dict[str, Any], list[str]]
 
-    def __init__(self, module: types.ModuleType):
+
+class _Reinstate:
+    """Loader that hands back a module object unloaded after an earlier test, as a new
+    import would leave it, when its first import was seen (``fresh``): with the namespace
+    that import left, and the modules it imported imported again (so that they, and their
+    bindings in their packages, are there as after executing the module)."""
+
+    def __init__(self, module: types.ModuleType, fresh: _Fresh | None):
         self.module = module
+        self.fresh = fresh
         self.spec = getattr(module, "__spec__", None)
 
     def create_module(self, spec: Any) -> types.ModuleType:
         return self.module
 
     def exec_module(self, module: types.ModuleType) -> None:
+        fresh = self.fresh
+        if fresh is not None:
+            d = module.__dict__
+            d.clear()
+            d.update(fresh[1])
+            mods = sys.modules
+            for name in fresh[2]:
+                if name not in mods:
+                    try:
+                        importlib.import_module(name)
+                    except Exception:
+                        pass  # its first import had it; a fresh one would fail the same way
         # The import system set __spec__ to ours; the module keeps its real one.
         if self.spec is not None:
             module.__spec__ = self.spec
+
+
+class _Capture:
+    """Loader in front of the real one for a module imported while isolator runs: once
+    the real loader has executed the module, the namespace it left is kept in ``fresh``.
+    The real loader is put back on the spec and the module before the module runs, so
+    that nothing in it can see this wrapper."""
+
+    def __init__(self, loader: Any, spec: Any, fresh: dict[str, _Fresh]):
+        self.loader = loader
+        self.spec = spec
+        self.fresh = fresh
+
+    def create_module(self, spec: Any) -> Any:
+        create = getattr(self.loader, "create_module", None)
+        return create(spec) if create is not None else None
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        loader = self.loader
+        self.spec.loader = loader
+        d = module.__dict__
+        if d.get("__loader__") is self:
+            d["__loader__"] = loader
+        mods = sys.modules
+        n = len(mods)
+        loader.exec_module(module)
+        imported = list(mods)[n:] if len(mods) > n else []
+        self.fresh[self.spec.name] = (module, dict(d), imported)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.loader, name)
 
 
 class UnloadedFinder:
     """First on sys.meta_path: library modules that a test imported are unloaded after it
     (a fresh process would not have them), and come back as the *same* objects when imported
     again, instead of being executed twice (which costs time, and breaks identity of their
-    classes for objects that outlive the test)."""
+    classes for objects that outlive the test).
+
+    A module comes back with the namespace its first import left: what a test rebound or
+    added in it is gone, as after a new import.  For that, every module imported while the
+    finder is installed is found here (by asking the finders after this one, as the import
+    system would) and its namespace is copied when its execution ends.  Objects the module
+    holds and a test changed in place stay changed (see the README's limits).
+    """
 
     def __init__(self) -> None:
         self.cache: dict[str, types.ModuleType] = {}
+        self.fresh: dict[str, _Fresh] = {}
+        self._finding = False
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        mod = self.cache.pop(name, None)
-        if mod is None:
-            return None
         import importlib.util
 
-        return importlib.util.spec_from_loader(name, _Reinstate(mod))  # type: ignore[arg-type]
+        mod = self.cache.pop(name, None)
+        if mod is not None:
+            fresh = self.fresh.get(name)
+            if fresh is not None and fresh[0] is not mod:
+                fresh = None
+            return importlib.util.spec_from_loader(name, _Reinstate(mod, fresh))  # type: ignore[arg-type]
+        if self._finding or not _importing():
+            return None
+        self._finding = True
+        try:
+            spec = None
+            for finder in list(sys.meta_path):
+                find = getattr(finder, "find_spec", None)
+                if finder is self or find is None:
+                    continue
+                spec = find(name, path, target)
+                if spec is not None:
+                    break
+        finally:
+            self._finding = False
+        if spec is None:
+            return None  # the import system asks the finders again, legacy ones too
+        loader = spec.loader
+        if loader is not None and hasattr(loader, "exec_module"):
+            spec.loader = _Capture(loader, spec, self.fresh)
+        return spec
 
     def invalidate_caches(self) -> None:
         pass
+
+    def clear(self) -> None:
+        self.cache.clear()
+        self.fresh.clear()
+
+
+def _importing() -> bool:
+    """Whether the import system called us to import (not ``importlib.util.find_spec``
+    asking where a module is, whose caller may look at the spec's loader)."""
+    try:
+        frame = sys._getframe(3)  # _importing <- find_spec <- _find_spec <- caller
+    except ValueError:
+        return False
+    return frame.f_code.co_name == "_find_and_load_unlocked"
 
 
 FINDER = UnloadedFinder()

@@ -254,7 +254,7 @@ class Resetter:
         self.end_test()
         if _modules.FINDER in sys.meta_path:
             sys.meta_path.remove(_modules.FINDER)
-        _modules.FINDER.cache.clear()
+        _modules.FINDER.clear()
         _modules.unwatch(self.swapped)
         self.swapped = []
 

@@ -93,3 +93,44 @@ def test_still_fresh():
 """
     )
     _run(pytester).assert_outcomes(passed=4)
+
+
+def test_a_module_comes_back_with_the_namespace_its_import_left(
+    pytester: pytest.Pytester,
+) -> None:
+    # graphlib and email.mime.text are not imported before the tests: the first test's
+    # import executes them, its writes into them must not reach the later tests, and the
+    # module object (with its classes) is still the same one.
+    pytester.makepyfile(
+        test_rebinds="""
+import importlib.machinery
+import importlib.util
+import sys
+
+SEEN = []
+
+def test_imports_and_rebinds():
+    import graphlib
+    import email.mime.text
+    graphlib.CUSTOM = 1
+    graphlib.TopologicalSorter = None
+    del email.mime.text.MIMEText
+    SEEN.append((graphlib, graphlib.CycleError))
+
+def test_imports_again_and_sees_a_fresh_namespace():
+    import graphlib
+    import email.mime.text
+    assert not hasattr(graphlib, "CUSTOM")
+    assert graphlib.TopologicalSorter({"a": {"b"}}).static_order()
+    assert email.mime.text.MIMEText("x")
+    assert type(email.mime.text.__loader__) is importlib.machinery.SourceFileLoader
+    assert email.mime.text.__spec__.loader is email.mime.text.__loader__
+
+def test_a_spec_lookup_gets_the_real_loader():
+    spec = importlib.util.find_spec("colorsys" if "colorsys" not in sys.modules else "tabnanny")
+    assert type(spec.loader) is importlib.machinery.SourceFileLoader
+"""
+    )
+    _run(pytester, "-v").assert_outcomes(passed=3)
+    plain = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:isolator", "-v")
+    plain.assert_outcomes(passed=2, failed=1)
