@@ -7,11 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 by tox
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
-
 _KEYS = {"reset", "fork", "track", "exclude", "exempt", "learn_memo", "keep"}
 _MODES = ("none", "minimal", "full", "fork")
 
@@ -33,12 +28,22 @@ class Settings:
 
 def load(rootdir: Path) -> Settings:
     path = Path(rootdir) / "pyproject.toml"
-    if not path.is_file():
-        return Settings()
     try:
         with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+            raw = f.read()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return Settings()
+    except OSError as exc:
+        raise ConfigError(f"isolator: cannot read {path}: {exc}") from None
+    if b"isolator" not in raw:
+        return Settings()  # no table of ours: not worth a TOML parser's import and parse
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 by tox
+        import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"isolator: cannot read {path}: {exc}") from None
     table: Any = data.get("tool", {}).get("isolator", {})
     if not isinstance(table, dict):

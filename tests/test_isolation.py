@@ -322,6 +322,22 @@ def test_bad_configuration_is_one_line(pytester: pytest.Pytester) -> None:
     assert "Traceback" not in proc.stderr
 
 
+def test_pyproject_files_are_parsed_only_when_they_mention_isolator(tmp_path: Path) -> None:
+    from isolator import _config
+
+    assert _config.load(tmp_path) == _config.Settings()  # no pyproject.toml
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    assert _config.load(tmp_path) == _config.Settings()
+    (tmp_path / "pyproject.toml").write_text("[tool.isolator]\nreset = 'full'\nfork = ['a']\n")
+    assert _config.load(tmp_path) == _config.Settings(reset="full", fork=("a",))
+    (tmp_path / "pyproject.toml").write_text("[tool.isolator\nreset = 'full'\n")
+    with pytest.raises(_config.ConfigError, match="cannot read .*pyproject.toml"):
+        _config.load(tmp_path)
+    (tmp_path / "pyproject.toml").write_bytes(b"[tool.isolator]\nreset = '\xff'\n")
+    with pytest.raises(_config.ConfigError, match="cannot read"):
+        _config.load(tmp_path)
+
+
 def test_files_of_a_run_that_died_mid_test_are_restored(pytester: pytest.Pytester) -> None:
     (pytester.path / "precious.txt").write_text("keep me")
     pytester.makepyfile(
