@@ -192,9 +192,14 @@ class Resetter:
     def _dirty_tables(self) -> dict[str, tuple[list[int], tuple[list[int], ...]]]:
         """Tables whose state differs from the baseline: key -> (watches, extras)."""
         out: dict[str, tuple[list[int], tuple[list[int], ...]]] = {}
-        if self.reach.all().clean():
+        scope = self.reach.all()
+        if scope.clean():
             return out
+        # The scope's C-level pass names the tables that may differ; only those are walked.
+        maybe = {id(t) for t in scope.dirty_tables()}
         for key, t in self.tables.items():
+            if id(t) not in maybe:
+                continue
             idx, _ = t.dirty_watches()
             extras = t.dirty_extras()
             if idx or any(extras):
