@@ -293,12 +293,16 @@ class StateTable:
             self._walk_function(site, fn, modname, prefixes, depth, budget)
             return
         if _is_lru_cache(value):
+            wrapped = getattr(value, "__wrapped__", None)
+            # A library's cache that project code refers to (``from urllib.parse import
+            # urlsplit``) is library state, as it is when reached through its own module.
+            if not _is_project(getattr(wrapped or value, "__module__", None), prefixes):
+                return
             try:
                 size = value.cache_info().currsize
             except Exception:
                 return
             self.caches.append((site, value, size))
-            wrapped = getattr(value, "__wrapped__", None)
             if isinstance(wrapped, types.FunctionType):
                 self._walk_function(site, wrapped, modname, prefixes, depth, budget)
             return

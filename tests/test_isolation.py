@@ -476,3 +476,34 @@ def test_baseline_adds_no_full_collection_and_keeps_a_users_freeze(
     )
     isolated.assert_outcomes(passed=1)
     assert full(isolated) == "FULL-COLLECTIONS=0"
+
+
+def test_a_library_cache_named_in_project_code_is_not_project_state(
+    pytester: pytest.Pytester,
+) -> None:
+    # urlsplit's lru_cache belongs to urllib.parse: filling it is no project state to
+    # reset, and must not send the test to a forked child; the project's own cache is reset.
+    pytester.makepyfile(
+        test_caches="""
+import functools
+from urllib.parse import urlsplit
+
+@functools.lru_cache(maxsize=None)
+def mine(x):
+    return [x]
+
+def test_fills_both():
+    urlsplit("http://example.com/isolator-cache-test")
+    mine(1).append(2)
+
+def test_sees_a_fresh_cache():
+    assert mine(1) == [1]
+"""
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal"
+    )
+    result.assert_outcomes(passed=2)
+    assert "could not reset" not in result.stdout.str()
+    assert "urlsplit" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["*test_caches:mine (*"])
