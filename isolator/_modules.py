@@ -18,6 +18,7 @@ import itertools
 import operator
 import sys
 import types
+from collections.abc import Callable
 from typing import Any, Final
 
 from isolator import _versions
@@ -131,8 +132,9 @@ def is_extension(mod: object) -> bool:
 
 
 # A module's first import while isolator runs: (the module, its namespace when its execution
-# ended, the names its execution added to sys.modules, in order).
-_Fresh = tuple[types.ModuleType, dict[str, Any], list[str]]
+# ended, the names its execution added to sys.modules in order, whether that execution had
+# no effect outside the module that a reset would undo).
+_Fresh = tuple[types.ModuleType, dict[str, Any], list[str], bool]
 
 
 class _Reinstate:
@@ -171,12 +173,21 @@ class _Capture:
     """Loader in front of the real one for a module imported while isolator runs: once
     the real loader has executed the module, the namespace it left is kept in ``fresh``.
     The real loader is put back on the spec and the module before the module runs, so
-    that nothing in it can see this wrapper."""
+    that nothing in it can see this wrapper.
 
-    def __init__(self, loader: Any, spec: Any, fresh: dict[str, _Fresh]):
+    The execution is *pure* when it showed no warning, changed no process-wide state that
+    the resetter's probes see (``probe``), and wrote no library module attribute other
+    than a submodule binding: only a pure module is reinstated after an unload, since
+    reinstating skips what the execution did outside the module (the resets undid it).
+    """
+
+    def __init__(
+        self, loader: Any, spec: Any, fresh: dict[str, _Fresh], probe: Callable[[], Any] | None
+    ):
         self.loader = loader
         self.spec = spec
         self.fresh = fresh
+        self.probe = probe
 
     def create_module(self, spec: Any) -> Any:
         create = getattr(self.loader, "create_module", None)
@@ -190,12 +201,58 @@ class _Capture:
             d["__loader__"] = loader
         mods = sys.modules
         n = len(mods)
-        loader.exec_module(module)
+        probe = self.probe
+        before = probe() if probe is not None else None
+        logged = len(LOG.entries)
+        # The warnings machinery looks ``_showwarnmsg`` up on the module for every warning
+        # it shows or records; a wrapper in the module's dict (not through setattr, which
+        # the write barrier would log) sees each one.
+        wd = _warnings_dict()
+        show = wd.get("_showwarnmsg")
+        shown: list[object] = []
+
+        def seen(msg: object) -> object:
+            shown.append(msg)
+            return show(msg)  # type: ignore[misc]
+
+        if show is not None:
+            wd["_showwarnmsg"] = seen
+        try:
+            loader.exec_module(module)
+        finally:
+            if show is not None and wd.get("_showwarnmsg") is seen:
+                wd["_showwarnmsg"] = show
         imported = list(mods)[n:] if len(mods) > n else []
-        self.fresh[self.spec.name] = (module, dict(d), imported)
+        pure = (
+            not shown
+            and all(
+                isinstance(m.__dict__.get(name), types.ModuleType)
+                for m, name, _ in LOG.entries[logged:]
+            )
+            and (probe is None or probe() == before)
+        )
+        self.fresh[self.spec.name] = (module, dict(d), imported, pure)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.loader, name)
+
+
+def _warnings_dict() -> dict[str, Any]:
+    import warnings
+
+    return warnings.__dict__
+
+
+def _import_machinery(fn: Any) -> Any:
+    """Give a loader method a file name the warnings machinery skips, as it skips the
+    import system's own frames: a module body's ``warn(..., stacklevel=2)`` must name the
+    code that imported it, as without isolator."""
+    fn.__code__ = fn.__code__.replace(co_filename="<isolator importlib._bootstrap loader>")
+    return fn
+
+
+_Capture.exec_module = _import_machinery(_Capture.exec_module)  # type: ignore[method-assign]
+_Reinstate.exec_module = _import_machinery(_Reinstate.exec_module)  # type: ignore[method-assign]
 
 
 class UnloadedFinder:
@@ -214,6 +271,7 @@ class UnloadedFinder:
     def __init__(self) -> None:
         self.cache: dict[str, types.ModuleType] = {}
         self.fresh: dict[str, _Fresh] = {}
+        self.probe: Callable[[], Any] | None = None  # the resetter's process probes
         self._finding = False
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
@@ -242,16 +300,24 @@ class UnloadedFinder:
         if spec is None:
             return None  # the import system asks the finders again, legacy ones too
         loader = spec.loader
-        if loader is not None and hasattr(loader, "exec_module"):
-            spec.loader = _Capture(loader, spec, self.fresh)
+        # Only a module with a file is ever reinstated (see ModulesProbe.restore).
+        if loader is not None and spec.has_location and hasattr(loader, "exec_module"):
+            spec.loader = _Capture(loader, spec, self.fresh, self.probe)
         return spec
 
     def invalidate_caches(self) -> None:
         pass
 
+    def reinstatable(self, name: str, module: types.ModuleType) -> bool:
+        """Whether ``module`` may come back as itself; False: a new import executes it.
+        A module whose import was not seen here comes back as it is."""
+        fresh = self.fresh.get(name)
+        return fresh is None or fresh[0] is not module or fresh[3]
+
     def clear(self) -> None:
         self.cache.clear()
         self.fresh.clear()
+        self.probe = None
 
 
 def _importing() -> bool:
@@ -395,7 +461,8 @@ class ModulesProbe:
                     if self.is_project(m):
                         continue
                     library[name] = m
-                FINDER.cache[name] = m
+                if FINDER.reinstatable(name, m):
+                    FINDER.cache[name] = m
         reset = [f"<sys.modules>:{n}" for n in names]
         for n in replaced + deleted:
             mods[n] = self.snap[n]

@@ -150,6 +150,7 @@ class Resetter:
         self.modules = _modules.ModulesProbe(self.is_project)
         if _modules.FINDER not in sys.meta_path:
             sys.meta_path.insert(0, _modules.FINDER)
+        _modules.FINDER.probe = self.probe_diffs
         self.swapped = _modules.watch_library_modules(self.is_project)
         self.threads = set(threading.enumerate())
         self.thread_count = _thread._count()

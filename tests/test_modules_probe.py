@@ -134,3 +134,57 @@ def test_a_spec_lookup_gets_the_real_loader():
     _run(pytester, "-v").assert_outcomes(passed=3)
     plain = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:isolator", "-v")
     plain.assert_outcomes(passed=2, failed=1)
+
+
+def test_a_library_module_whose_import_has_effects_is_imported_anew(
+    pytester: pytest.Pytester,
+) -> None:
+    # Two library modules outside the rootdir, imported only by tests: ``chatty`` warns
+    # and configures a logger when imported (effects the resets undo, so reinstating it
+    # would skip them: it must be executed again, as in a fresh process), ``quiet`` only
+    # defines things (it comes back as the same object, and its import is not executed
+    # twice). The warning names the importing test file, as without isolator.
+    lib = pytester.mkdir("lib")
+    (lib / "chatty.py").write_text(
+        "import logging, warnings\n"
+        "logging.getLogger('chatty').setLevel(logging.ERROR)\n"
+        "warnings.warn('chatty is deprecated', DeprecationWarning, stacklevel=2)\n"
+    )
+    (lib / "quiet.py").write_text(
+        "import sys\nsys.quiet_runs = getattr(sys, 'quiet_runs', 0) + 1\n"
+    )
+    proj = pytester.mkdir("proj")
+    (proj / "conftest.py").write_text(f"import sys\nsys.path.insert(0, {str(lib)!r})\n")
+    body = """
+import logging
+import sys
+import pytest
+
+def _check():
+    with pytest.warns(DeprecationWarning) as rec:
+        import chatty
+    assert rec[0].filename == __file__
+    assert logging.getLogger("chatty").level == logging.ERROR
+    import quiet
+    assert sys.quiet_runs == 1
+
+def test_first():
+    _check()
+
+def test_second():
+    _check()
+"""
+    (proj / "test_lib.py").write_text(body)
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "isolator",
+        "--reset=minimal",
+        "--rootdir",
+        str(proj),
+        str(proj / "test_lib.py"),
+    )
+    result.assert_outcomes(passed=2)
