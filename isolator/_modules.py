@@ -133,8 +133,9 @@ def is_extension(mod: object) -> bool:
 
 # A module's first import while isolator runs: (the module, its namespace when its execution
 # ended, the names its execution added to sys.modules in order, whether that execution had
-# no effect outside the module that a reset would undo).
-_Fresh = tuple[types.ModuleType, dict[str, Any], list[str], bool]
+# no effect outside the module that a reset would undo, and for a project module what puts
+# its tracked state back as it was then, else None).
+_Fresh = tuple[types.ModuleType, dict[str, Any], list[str], bool, Callable[[], None] | None]
 
 
 class _Reinstate:
@@ -157,6 +158,8 @@ class _Reinstate:
             d = module.__dict__
             d.clear()
             d.update(fresh[1])
+            if fresh[4] is not None:
+                fresh[4]()  # a project module's containers, emptied or refilled in place
             mods = sys.modules
             for name in fresh[2]:
                 if name not in mods:
@@ -181,13 +184,10 @@ class _Capture:
     reinstating skips what the execution did outside the module (the resets undid it).
     """
 
-    def __init__(
-        self, loader: Any, spec: Any, fresh: dict[str, _Fresh], probe: Callable[[], Any] | None
-    ):
+    def __init__(self, loader: Any, spec: Any, finder: UnloadedFinder):
         self.loader = loader
         self.spec = spec
-        self.fresh = fresh
-        self.probe = probe
+        self.finder = finder
 
     def create_module(self, spec: Any) -> Any:
         create = getattr(self.loader, "create_module", None)
@@ -201,7 +201,7 @@ class _Capture:
             d["__loader__"] = loader
         mods = sys.modules
         n = len(mods)
-        probe = self.probe
+        probe = self.finder.probe
         before = probe() if probe is not None else None
         logged = len(LOG.entries)
         # The warnings machinery looks ``_showwarnmsg`` up on the module for every warning
@@ -231,7 +231,9 @@ class _Capture:
             )
             and (probe is None or probe() == before)
         )
-        self.fresh[self.spec.name] = (module, dict(d), imported, pure)
+        snapshot = self.finder.snapshot
+        state = snapshot(module) if pure and snapshot is not None else None
+        self.finder.fresh[self.spec.name] = (module, dict(d), imported, pure, state)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.loader, name)
@@ -272,6 +274,8 @@ class UnloadedFinder:
         self.cache: dict[str, types.ModuleType] = {}
         self.fresh: dict[str, _Fresh] = {}
         self.probe: Callable[[], Any] | None = None  # the resetter's process probes
+        # For a project module: snapshot of its tracked state -> what puts it back (or None).
+        self.snapshot: Callable[[types.ModuleType], Callable[[], None] | None] | None = None
         self._finding = False
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
@@ -302,22 +306,26 @@ class UnloadedFinder:
         loader = spec.loader
         # Only a module with a file is ever reinstated (see ModulesProbe.restore).
         if loader is not None and spec.has_location and hasattr(loader, "exec_module"):
-            spec.loader = _Capture(loader, spec, self.fresh, self.probe)
+            spec.loader = _Capture(loader, spec, self)
         return spec
 
     def invalidate_caches(self) -> None:
         pass
 
-    def reinstatable(self, name: str, module: types.ModuleType) -> bool:
+    def reinstatable(self, name: str, module: types.ModuleType, project: bool = False) -> bool:
         """Whether ``module`` may come back as itself; False: a new import executes it.
-        A module whose import was not seen here comes back as it is."""
+        A library module whose import was not seen here comes back as it is; a project
+        module only with a snapshot of its state from right after a pure import."""
         fresh = self.fresh.get(name)
-        return fresh is None or fresh[0] is not module or fresh[3]
+        if fresh is None or fresh[0] is not module:
+            return not project
+        return fresh[3] and (not project or fresh[4] is not None)
 
     def clear(self) -> None:
         self.cache.clear()
         self.fresh.clear()
         self.probe = None
+        self.snapshot = None
 
 
 def _importing() -> bool:
@@ -459,6 +467,8 @@ class ModulesProbe:
                 # The same module object comes back after each test that imports it.
                 if library.get(name) is not m:
                     if self.is_project(m):
+                        if FINDER.reinstatable(name, m, project=True):
+                            FINDER.cache[name] = m
                         continue
                     library[name] = m
                 if FINDER.reinstatable(name, m):

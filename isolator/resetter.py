@@ -18,6 +18,7 @@ import sys
 import threading
 import types
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +75,13 @@ class Frame:
 
 
 _MAPPING_KINDS = frozenset({MODULE, DICT, INSTANCE, CLASS})
+
+
+def _length(obj: object) -> int:
+    try:
+        return len(obj)  # type: ignore[arg-type]
+    except Exception:
+        return -1
 
 
 class Resetter:
@@ -150,7 +158,8 @@ class Resetter:
         self.modules = _modules.ModulesProbe(self.is_project)
         if _modules.FINDER not in sys.meta_path:
             sys.meta_path.insert(0, _modules.FINDER)
-        _modules.FINDER.probe = self.probe_diffs
+        _modules.FINDER.probe = self._import_probe
+        _modules.FINDER.snapshot = self._module_snapshot
         self.swapped = _modules.watch_library_modules(self.is_project)
         self.threads = set(threading.enumerate())
         self.thread_count = _thread._count()
@@ -175,6 +184,30 @@ class Resetter:
             key = mod.__name__ if mod.__name__ not in tables else f"{mod.__name__}@{id(mod)}"
             tables[key] = t
         return tables
+
+    def _import_probe(self) -> tuple[list[list[str]], list[Any], list[int]]:
+        """What a module's import could change outside the module and a reset would undo:
+        the process probes' findings, every tracked dict's version tag and the length of
+        every other tracked container (compared before and after the import)."""
+        scope = self.reach.all()
+        tags = [c.value for t in scope.tagged for c in t.vcells]
+        return self.probe_diffs(), tags, [_length(x) for x in scope.lives]
+
+    def _module_snapshot(self, mod: types.ModuleType) -> Callable[[], None] | None:
+        """For a project module a test imported: its tracked state right after its import,
+        and what puts that back (when the module is reinstated for a later test)."""
+        if not self.is_project(mod):
+            return None
+        seen: set[int] = set()
+        # Objects of the baseline belong to their own tables (which share a few sets).
+        for ids in {id(t._seen): t._seen for t in self.tables.values()}.values():
+            seen |= ids
+        t = StateTable(seen)
+        try:
+            t.add_module(mod, (*self.project, mod.__name__), self._imported_names(mod))
+        except Exception:
+            return None
+        return t.restore_all
 
     def _imported_names(self, mod: types.ModuleType) -> frozenset[str]:
         """Globals of ``mod`` that are the very objects of another tracked module's globals,

@@ -188,3 +188,56 @@ def test_second():
         str(proj / "test_lib.py"),
     )
     result.assert_outcomes(passed=2)
+
+
+def test_a_project_module_imported_by_tests_comes_back_as_its_import_left_it(
+    pytester: pytest.Pytester,
+) -> None:
+    # ``pkg.lazy`` is imported inside tests only (a deferred import): it comes back as the
+    # same module with its containers and globals as its import left them, without being
+    # executed again. ``pkg.plugin`` registers itself in ``pkg.registry`` (baseline state,
+    # which the reset empties) when imported: it is executed again, so each test that
+    # imports it finds the registration a fresh process would.
+    pytester.makepyfile(
+        **{
+            "pkg/__init__.py": "",
+            "pkg/registry.py": "REGISTRY = {}\n",
+            "pkg/plugin.py": "from pkg.registry import REGISTRY\nREGISTRY['plugin'] = 1\n",
+            "pkg/lazy.py": (
+                "import sys\n"
+                "sys.lazy_runs = getattr(sys, 'lazy_runs', 0) + 1\n"
+                "CACHE = {}\nITEMS = [1]\nMODE = 'fresh'\n"
+                "def remember(k):\n    CACHE[k] = len(CACHE)\n    return CACHE[k]\n"
+            ),
+        }
+    )
+    pytester.makepyfile(
+        test_lazy="""
+import sys
+from pkg.registry import REGISTRY
+
+def _use(name):
+    from pkg import lazy
+    import pkg.plugin
+    assert REGISTRY == {"plugin": 1}
+    assert lazy.CACHE == {} and lazy.ITEMS == [1] and lazy.MODE == "fresh"
+    assert lazy.remember("a") == 0
+    lazy.ITEMS.append(2)
+    lazy.MODE = "used"
+    REGISTRY[name] = name  # differs per test: an entry recomputed the same is a memo
+    assert sys.lazy_runs == 1
+
+def test_first():
+    _use("first")
+
+def test_second():
+    _use("second")
+
+def test_third():
+    _use("third")
+"""
+    )
+    _run(pytester, "-v").assert_outcomes(passed=3)
+    # Without isolation the second test sees the first one's leftovers.
+    plain = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:isolator")
+    plain.assert_outcomes(passed=1, failed=2)
