@@ -279,28 +279,22 @@ class UnloadedFinder:
         self._finding = False
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        import importlib.util
-
         mod = self.cache.pop(name, None)
-        if mod is not None:
-            fresh = self.fresh.get(name)
-            if fresh is not None and fresh[0] is not mod:
-                fresh = None
-            return importlib.util.spec_from_loader(name, _Reinstate(mod, fresh))  # type: ignore[arg-type]
-        if self._finding or not _importing():
+        if self._finding or (mod is None and not _importing()):
             return None
-        self._finding = True
-        try:
-            spec = None
-            for finder in list(sys.meta_path):
-                find = getattr(finder, "find_spec", None)
-                if finder is self or find is None:
-                    continue
-                spec = find(name, path, target)
-                if spec is not None:
-                    break
-        finally:
-            self._finding = False
+        spec = self._find_elsewhere(name, path, target)
+        if mod is not None:
+            # Reinstated only from where a new import would load it now (sys.path and the
+            # finders may have changed since, and been reset).
+            old = getattr(mod, "__spec__", None)
+            if spec is not None and spec.origin == getattr(old, "origin", None):
+                import importlib.util
+
+                fresh = self.fresh.get(name)
+                if fresh is not None and fresh[0] is not mod:
+                    fresh = None
+                return importlib.util.spec_from_loader(name, _Reinstate(mod, fresh))  # type: ignore[arg-type]
+            self.fresh.pop(name, None)
         if spec is None:
             return None  # the import system asks the finders again, legacy ones too
         loader = spec.loader
@@ -308,6 +302,21 @@ class UnloadedFinder:
         if loader is not None and spec.has_location and hasattr(loader, "exec_module"):
             spec.loader = _Capture(loader, spec, self)
         return spec
+
+    def _find_elsewhere(self, name: str, path: Any, target: Any) -> Any:
+        """The spec the finders after this one give, as the import system would ask them."""
+        self._finding = True
+        try:
+            for finder in list(sys.meta_path):
+                find = getattr(finder, "find_spec", None)
+                if finder is self or find is None:
+                    continue
+                spec = find(name, path, target)
+                if spec is not None:
+                    return spec
+            return None
+        finally:
+            self._finding = False
 
     def invalidate_caches(self) -> None:
         pass

@@ -241,3 +241,32 @@ def test_third():
     # Without isolation the second test sees the first one's leftovers.
     plain = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:isolator")
     plain.assert_outcomes(passed=1, failed=2)
+
+
+def test_a_module_comes_back_only_from_where_an_import_would_find_it(
+    pytester: pytest.Pytester,
+) -> None:
+    # The first test puts a directory on sys.path and imports a module from it; after the
+    # reset the directory is gone from sys.path, so a new import must not find the module.
+    plugins = pytester.mkdir("plugins")
+    (plugins / "skplug.py").write_text("VERSION = '1.2'\n")
+    pytester.makepyfile(
+        test_path=f"""
+import importlib
+import sys
+import pytest
+
+def test_adds_and_imports():
+    sys.path.insert(0, {str(plugins)!r})
+    assert importlib.import_module("skplug").VERSION == "1.2"
+
+def test_cannot_import_it():
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("skplug")
+
+def test_adds_it_again():
+    sys.path.insert(0, {str(plugins)!r})
+    assert importlib.import_module("skplug").VERSION == "1.2"
+"""
+    )
+    _run(pytester, "-v").assert_outcomes(passed=3)
