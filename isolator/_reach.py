@@ -76,6 +76,7 @@ class Scope:
     """The tables one test can reach, laid out so that a clean test costs a few C-level
     passes (``map`` over parallel lists), not a Python loop per watch: dicts are checked
     through their version tags (one read each, whatever their size; see ``_versions``),
+    slot-only objects through their referents, table by table (see ``_state._SlotCheck``),
     other watches by comparing with their snapshots."""
 
     def __init__(self, tables: list[StateTable]):
@@ -83,6 +84,7 @@ class Scope:
         for t in tables:
             t.split()
         self.tagged = [t for t in tables if t.vcells]
+        self.slotted = [t for t in tables if t.slots is not None]
         self.lives = [t.lives[i] for t in tables for i in t.cidx]
         self.snaps = [t.snaps[i] for t in tables for i in t.cidx]
         self.cells = [c for t in tables for _, c, _ in t.cells]
@@ -110,6 +112,9 @@ class Scope:
                     return False
             if any(map(operator.ne, self.lives, self.snaps)):
                 return False
+            for t in self.slotted:
+                if t.dirty_slots():
+                    return False
             if self.cells and any(map(operator.is_not, map(_CELL, self.cells), self.cell_old)):
                 return False
             if (
@@ -135,6 +140,7 @@ class Scope:
         """The tables in scope that may have changed (in scope order)."""
         try:
             hit = {id(t) for t in self.tagged if list(map(_TAG, t.vcells)) != t.vers}
+            hit.update(id(t) for t in self.slotted if t.dirty_slots())
             checks = [
                 (self._live_owner, map(operator.ne, self.lives, self.snaps)),
                 (self._cell_owner, map(operator.is_not, map(_CELL, self.cells), self.cell_old)),

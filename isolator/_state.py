@@ -170,6 +170,7 @@ class StateTable:
         self.vcells: list[Any] = []
         self.vers: list[int] = []
         self.cidx: list[int] = []
+        self.slots: _SlotCheck | None = None  # the slot-only objects' watches, if any
 
     # ---------------------------------------------------------------- building
 
@@ -464,21 +465,33 @@ class StateTable:
             return
         vidx: list[int] = []
         cidx: list[int] = []
+        sidx: list[int] = []
         cells: list[Any] = []
         for i, (kind, live) in enumerate(zip(self.kinds, self.lives)):
             cell = _versions.cell_for(live) if kind in _TAGGED_KINDS else None
-            if cell is None:
+            if kind == _SLOTS:
+                sidx.append(i)
+            elif cell is None:
                 cidx.append(i)
             else:
                 vidx.append(i)
                 cells.append(cell)
         self.vidx, self.cidx, self.vcells = vidx, cidx, cells
         self.vers = [-1] * len(cells)
+        self.slots = _SlotCheck(self, sidx) if sidx else None
 
     def forget_versions(self) -> None:
-        """The snapshots changed while the live objects did not: compare before trusting."""
+        """The snapshots changed while the live objects did not: compare before trusting
+        (called once the snapshots are changed)."""
         if self.vcells:
             self.vers = [-1] * len(self.vcells)
+        if self.slots is not None:
+            self.slots = _SlotCheck(self, self.slots.idx)
+
+    def dirty_slots(self) -> list[int]:
+        """Indexes of the slot-only objects' watches that differ from their snapshot."""
+        self.split()
+        return self.slots.dirty() if self.slots is not None else []
 
     def dirty_watches(self) -> tuple[list[int], list[int]]:
         """Indexes of watches that differ from their snapshot, and the positions in
@@ -502,6 +515,8 @@ class StateTable:
         for i in self.cidx:
             if _differs(self.lives[i], self.snaps[i]):
                 out.append(i)
+        if self.slots is not None:
+            out += self.slots.dirty()
         out.sort()
         return out, pending
 
@@ -652,15 +667,23 @@ _EMPTY: Final = object()
 
 
 class _SlotView:
-    """A live view of an object's slot values; compares by tuple of values."""
+    """A live view of an object's slot values; compares by tuple of values (``_EMPTY``
+    for an unset slot)."""
 
-    __slots__ = ("obj", "names")
+    __slots__ = ("obj", "names", "get")
 
     def __init__(self, obj: object, names: tuple[str, ...]):
         self.obj = obj
         self.names = names
+        # One C call for the common case, every slot set (a 1-tuple needs the name twice).
+        self.get = operator.attrgetter(*names) if len(names) > 1 else None
 
     def values(self) -> tuple[object, ...]:
+        if self.get is not None:
+            try:
+                return self.get(self.obj)
+            except AttributeError:
+                pass
         return tuple(getattr(self.obj, n, _EMPTY) for n in self.names)
 
     def __eq__(self, other: object) -> bool:
@@ -680,6 +703,83 @@ class _SlotView:
                     pass
             else:
                 setattr(self.obj, n, v)
+
+
+class _SlotCheck:
+    """The slot-only objects of one table, checked in C: a pass of ``gc.get_referents``
+    (what an object's traverse visits: its type and its set slots) compared with the
+    referents last seen equal to the snapshots, and, when that differs, a flat pass of
+    ``getattr(obj, name, _EMPTY)`` against the snapshot values, which names the watches.
+
+    Referents do not say *which* slot holds a value, so they stand for the snapshot only
+    for objects whose slots were all set: an unset slot set and another deleted would
+    look the same.  Objects with unset slots always take the flat pass::
+
+        idx:   [watch index, ...]
+        full:  [obj, ...]                  refs: gc.get_referents(*full) or None
+        objs/names/vals/owner: one entry per (slot-only object, slot name)
+        part:  positions in the flat lists of the objects with unset slots
+    """
+
+    __slots__ = ("idx", "full", "refs", "objs", "names", "vals", "owner", "nfull", "part")
+
+    def __init__(self, t: StateTable, idx: list[int]):
+        self.idx = idx
+        self.full: list[object] = []
+        self.refs: list[object] | None = None
+        self.objs: list[object] = []
+        self.names: list[str] = []
+        self.vals: list[object] = []
+        self.owner: list[int] = []
+        rest: list[tuple[int, Any, tuple[str, ...], tuple[object, ...]]] = []
+        for i in idx:
+            view, snap = t.lives[i], t.snaps[i]
+            if any(v is _EMPTY for v in snap):
+                rest.append((i, view.obj, view.names, snap))
+                continue
+            self.full.append(view.obj)
+            self._add(i, view.obj, view.names, snap)
+        self.nfull = len(self.objs)
+        for entry in rest:
+            self._add(*entry)
+        self.part = (self.objs[self.nfull :], self.names[self.nfull :], self.vals[self.nfull :])
+
+    def _add(self, i: int, obj: object, names: tuple[str, ...], snap: tuple[object, ...]) -> None:
+        self.objs += [obj] * len(names)
+        self.names += names
+        self.vals += snap
+        self.owner += [i] * len(names)
+
+    def dirty(self) -> list[int]:
+        """Indexes of the watches that differ from their snapshots."""
+        objs, names, vals = self.objs, self.names, self.vals
+        try:
+            if self.full and (self.refs is None or gc.get_referents(*self.full) != self.refs):
+                if list(map(getattr, objs, names, itertools.repeat(_EMPTY))) != vals:
+                    return self._which(objs, names, vals)
+                # Equal to the snapshots now: these referents stand for them from here on.
+                self.refs = gc.get_referents(*self.full)
+                return []
+            if len(objs) > self.nfull:
+                objs, names, vals = self.part
+                if list(map(getattr, objs, names, itertools.repeat(_EMPTY))) != vals:
+                    return self._which(objs, names, vals)
+        except Exception:
+            return self._which(objs, names, vals)  # a value whose __eq__ raises: look closer
+        return []
+
+    def _which(self, objs: list[object], names: list[str], vals: list[object]) -> list[int]:
+        owner = self.owner[len(self.objs) - len(objs) :]
+        flags = map(_differs, map(_getattr_or_error, objs, names), vals)
+        return sorted(set(itertools.compress(owner, flags)))
+
+
+def _getattr_or_error(obj: object, name: str) -> object:
+    """A slot's value, ``_EMPTY`` when unset, or the error reading it raised (differs)."""
+    try:
+        return getattr(obj, name, _EMPTY)
+    except Exception as e:
+        return e
 
 
 def _slot_names(cls: type) -> tuple[str, ...]:

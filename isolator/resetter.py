@@ -29,7 +29,6 @@ from isolator._reach import Reach, Scope, imports_of
 from isolator._same import same_value
 from isolator._state import (
     _EMPTY,
-    BYTEARRAY,
     CLASS,
     DEQUE,
     DICT,
@@ -58,16 +57,18 @@ class Outcome:
 
 @dataclass
 class Frame:
-    """What one higher-scoped fixture changed in the baseline, as per-site deltas, so that
+    """What one higher-scoped fixture changed in the baseline, as per-watch deltas, so that
     its teardown reverts exactly that and nothing a later (longer-lived) fixture set up.
 
-    ``tables``: (site, kind, {key: (old, new)} or old snapshot); ``extras``: (site, what,
-    old); ``probes``: (probe index, {site: (old, new)} or old snapshot).
+    ``tables``: (table, watch index, kind, {key: (old, new)} or old snapshot); ``extras``:
+    (table, what, index, old); ``probes``: (probe index, {site: (old, new)} or old
+    snapshot).  Watches are named by table and index, never by site: the elements of a
+    list share their container's site name, so a name does not pick one watch out.
     """
 
     key: int
-    tables: list[tuple[str, int, Any]]
-    extras: list[tuple[str, str, Any]]
+    tables: list[tuple[StateTable, int, int, Any]]
+    extras: list[tuple[StateTable, str, int, Any]]
     probes: list[tuple[int, Any]]
     modules_added: list[str]
     undo: list[tuple[types.ModuleType, str, object]]
@@ -550,7 +551,7 @@ class Resetter:
                     self.project.add(name)
 
     def _record_deltas(self, frame: Frame, dirty: dict[str, Any]) -> None:
-        """Note, per site, what the fixture changed relative to the current baseline."""
+        """Note, per watch, what the fixture changed relative to the current baseline."""
         for key, (idx, extras) in dirty.items():
             t = self.tables[key]
             for i in idx:
@@ -560,13 +561,13 @@ class Resetter:
                         k: (snap.get(k, _EMPTY), live.get(k, _EMPTY))
                         for k in _diff_keys(live, snap)
                     }
-                    frame.tables.append((t.sites[i], kind, delta))
+                    frame.tables.append((t, i, kind, delta))
                 else:
-                    frame.tables.append((t.sites[i], kind, snap))
+                    frame.tables.append((t, i, kind, snap))
             caches, cells, defaults, _ = extras
-            frame.extras += [(t.caches[i][0], "cache", t.caches[i][2]) for i in caches]
-            frame.extras += [(t.cells[i][0], "cell", t.cells[i][2]) for i in cells]
-            frame.extras += [(t.defaults[i][0], "defaults", t.defaults[i][2:]) for i in defaults]
+            frame.extras += [(t, "cache", j, t.caches[j][2]) for j in caches]
+            frame.extras += [(t, "cell", j, t.cells[j][2]) for j in cells]
+            frame.extras += [(t, "defaults", j, t.defaults[j][2:]) for j in defaults]
 
     def pop_scope(self, key: int) -> None:
         """That fixture was torn down: what it added to the baseline is taken out again.
@@ -580,18 +581,14 @@ class Resetter:
         else:
             return
         frame = self.frames.pop(j)
-        index: dict[str, tuple[StateTable, int]] = {}
-        for t in self.tables.values():
-            for i, site in enumerate(t.sites):
-                index.setdefault(site, (t, i))
-        for site, kind, delta in frame.tables:
-            hit = index.get(site)
-            if hit is None:
+        # Tables are never replaced and watches only appended, so (table, index) still
+        # names the watch the delta was taken from.
+        live_tables = {id(t) for t in self.tables.values()}
+        for t, i, kind, delta in frame.tables:
+            if id(t) not in live_tables or t.kinds[i] != kind:
                 continue
-            t, i = hit
-            t.forget_versions()
             snap = t.snaps[i]
-            if kind in _MAPPING_KINDS and isinstance(delta, dict):
+            if kind in _MAPPING_KINDS:
                 for k, (old, new) in delta.items():
                     if snap.get(k, _EMPTY) is not new:
                         continue  # a later fixture changed it again: leave its value
@@ -607,18 +604,22 @@ class Resetter:
             elif kind == DEQUE:
                 snap.clear()
                 snap.extend(delta)
-            elif kind in (BYTEARRAY,) or t.kinds[i] == kind:
+            else:
                 t.snaps[i] = delta
-        for site, what, old in frame.extras:
-            for t in self.tables.values():
-                if what == "cache":
-                    t.caches = [(s, f, old if s == site else n) for s, f, n in t.caches]
-                elif what == "cell":
-                    t.cells = [(s, c, old if s == site else o) for s, c, o in t.cells]
-                else:
-                    t.defaults = [
-                        (s, f, *(old if s == site else (d, kw))) for s, f, d, kw in t.defaults
-                    ]
+        for t in {id(t): t for t, _, _, _ in frame.tables}.values():
+            t.forget_versions()
+        for t, what, i, old in frame.extras:
+            if id(t) not in live_tables:
+                continue
+            if what == "cache":
+                site, fn, _ = t.caches[i]
+                t.caches[i] = (site, fn, old)
+            elif what == "cell":
+                site, cell, _ = t.cells[i]
+                t.cells[i] = (site, cell, old)
+            else:
+                site, fn, _, _ = t.defaults[i]
+                t.defaults[i] = (site, fn, *old)
         for i, old in frame.probes:
             if self.probes[i].absorb is not None and isinstance(old, dict):
                 cur = self.probe_snaps[i]
