@@ -11,6 +11,15 @@ Suites:
 * ``parso`` (real suite, prepared by ``experiments/suites.py``): ~2,000 tests and one
   confirmed polluter (``test_change_and_undo`` breaks ``test_simple`` in the same process).
   It runs in a private copy, so the shared prepared suite never sees our ``deps.json``.
+* ``mpmath`` (real suite, ``suites.py``): ~340 CPU-bound tests of pure-Python arithmetic
+  (about 25 s serially; ``-m 'not slow'`` as its recipe says), the case ``-n`` is for.  Its
+  dependencies are the ones ``isolator deps`` confirms on it (``MPMATH_DEPS``); private copy
+  as for parso.
+
+Under ``-n 2`` isolator's scheduler records each test's duration in
+``.isolator/durations.json`` and deals the long tests out first in the next run: the
+suites' copies are fresh for each invocation, so the first ``-n 2`` run of a suite (of
+``n2+iso`` and ``run-n2``, whichever comes first) has no record yet.
 
 Configurations: ``serial`` (plain pytest, isolator blocked), ``serial+iso`` (isolator's
 scheduler, ``--reset=none``), ``n2+iso`` (``-n 2``, isolator's xdist scheduler),
@@ -24,13 +33,17 @@ not); failed dependent tests are counted.  The same plugin notes each pytest pro
 time: ``main cpu s`` is the controller's share of an ``-n 2`` run (the whole run's CPU,
 ``cpu s``, also counts the workers and any supervisor).
 
+Before each repeat of a suite and after the last, ``machine_ceiling`` measures what two
+processes can get out of the machine at that moment (two copies of a CPU-bound loop against
+one: 2.0x on two free CPUs); it is printed and kept as the row's ``ceiling``.
+
 Byte-code caching is on (``PYTHONDONTWRITEBYTECODE`` is dropped) and each suite gets an
 untimed warm-up run: otherwise every process re-does pytest's assertion rewriting of every
 test module, which no user's machine does, and ``-n 2`` pays it once per worker.
 
 Usage::
 
-    python experiments/bench_sched.py [--repeat 3] [--cost-ms 0,5] [--suites gen,parso]
+    python experiments/bench_sched.py [--repeat 3] [--cost-ms 0,5] [--suites gen,parso,mpmath]
                                       [--configs serial,n2+iso,run,run-n2]
 
 Writes experiments/results/sched.json and sched.png (``--out NAME``: NAME.json, NAME.png);
@@ -46,6 +59,7 @@ import platform
 import random
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -67,6 +81,14 @@ CONFIGS = ("serial", "serial+iso", "n2+iso", "n2+load", "run", "run-n2")
 # Each -n 2 configuration and the serial one it is compared with.
 BASELINE = {"n2+iso": "serial", "n2+load": "serial", "run-n2": "run"}
 RESET = {"run": "minimal", "run-n2": "minimal"}  # the others: plain pytest state sharing
+# Configurations a suite cannot run, and why (printed, and kept in the JSON's "skipped").
+SKIP: dict[str, dict[str, str]] = {
+    "mpmath": dict.fromkeys(
+        ("run", "run-n2"),
+        "--reset=minimal stops with an INTERNALERROR in resetter._keep_memo on mpmath's "
+        "caches (a key whose hash depends on the working precision)",
+    ),
+}
 
 _PLANT_MARK = "# --- planted by bench_sched.py ---"
 _COST_FIXTURE = """
@@ -124,6 +146,27 @@ def pytest_unconfigure(config):
     with open(path, "a", encoding="utf-8") as fh:
         fh.write(f"{ru.ru_utime + ru.ru_stime:.3f}\\n")
 """
+
+
+# The machine's own ceiling for two processes: the same pure-Python loop run once alone and
+# then twice at the same time.  On a shared or virtual machine two busy CPUs do not give
+# twice the work of one (other load, SMT siblings, a host's CPU quota); a -n 2 speed-up
+# is to be read against this number, measured next to the runs.
+_BURN = "import time\nt=time.perf_counter()\nd={}\nfor i in range(4_000_000): d[i % 997] = i\n"
+
+
+def machine_ceiling() -> float:
+    """Wall time of one burn alone, times two, over that of two burns side by side."""
+    cmd = [sys.executable, "-c", _BURN]
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True)
+    alone = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    procs = [subprocess.Popen(cmd) for _ in range(2)]
+    for proc in procs:
+        proc.wait()
+    pair = time.perf_counter() - t0
+    return 2 * alone / pair
 
 
 class BenchError(Exception):
@@ -186,12 +229,12 @@ def _make_gen(dest: Path, chains: int, pairs: int, seed: int) -> tuple[Path, lis
     return gen, deps
 
 
-def _make_parso(dest: Path) -> tuple[Path, Path, list[Dependency]]:
-    """A private copy of the prepared parso suite; returns (root, python, dependencies)."""
+def _copy_suite(dest: Path, name: str) -> tuple[Path, Any]:
+    """A private copy of a prepared real suite; returns (root, suites.SuiteInfo)."""
     import suites
 
-    info = suites.prepare("parso")
-    copy = dest / "parso"
+    info = suites.prepare(name)
+    copy = dest / name
     if copy.exists():
         shutil.rmtree(copy)
     shutil.copytree(
@@ -199,9 +242,28 @@ def _make_parso(dest: Path) -> tuple[Path, Path, list[Dependency]]:
         copy,
         ignore=shutil.ignore_patterns(".venv", ".isolator", ".pytest_cache", "__pycache__"),
     )
+    return copy, info
+
+
+def _make_parso(dest: Path) -> tuple[Path, Path, list[Dependency]]:
+    """A private copy of the prepared parso suite; returns (root, python, dependencies)."""
+    copy, info = _copy_suite(dest, "parso")
     p = "test/test_diff_parser.py::test_change_and_undo"
     v = "test/test_diff_parser.py::test_simple"
     return copy, info.python, [Dependency("polluter", p, v, ("parso.cache:parser_cache",), True)]
+
+
+# What `isolator deps -p no:cacheprovider -p no:randomly -m "not slow" mpmath/tests` confirmed
+# on mpmath 1.3.0 (see experiments/README.md, "Scheduler benchmark").
+MPMATH_DEPS: tuple[Dependency, ...] = ()
+
+
+def _make_mpmath(dest: Path) -> tuple[Path, Path, list[str], list[Dependency]]:
+    """A private copy of the prepared mpmath suite; returns (root, python, args, deps)."""
+    copy, info = _copy_suite(dest, "mpmath")
+    # The recipe's options past -p no:cacheprovider (which _cmd passes anyway): -m "not slow".
+    extra = [o for o in info.options if o not in ("-p", "no:cacheprovider")]
+    return copy, info.python, [*extra, *info.targets], list(MPMATH_DEPS)
 
 
 # -- runs -------------------------------------------------------------------------------------
@@ -329,13 +391,14 @@ def _plot(rows: list[dict[str, Any]], configs: list[str], path: Path) -> None:
               "n2+load": "#c44e52", "run": "#8172b2", "run-n2": "#ccb974"}  # fmt: skip
     for i, config in enumerate(configs):
         xs = [j + (i - (len(configs) - 1) / 2) * width for j in range(len(rows))]
-        ys = [r["configs"][config]["wall_s"] for r in rows]
+        # A configuration a suite skips (see SKIP) has no bar there.
+        ys = [r["configs"].get(config, {}).get("wall_s", 0.0) for r in rows]
         bars = ax.bar(xs, ys, width, label=config, color=colors[config])
-        best = [r["configs"][config]["best_s"] for r in rows]
+        best = [r["configs"].get(config, {}).get("best_s", float("nan")) for r in rows]
         ax.scatter(xs, best, marker="_", s=120, color="black", zorder=3,
                    label="best run" if i == 0 else None)  # fmt: skip
         for bar, r in zip(bars, rows, strict=True):
-            v = len(r["configs"][config]["violations"])
+            v = len(r["configs"].get(config, {}).get("violations", ()))
             if v:
                 ax.annotate(f"{v} viol.", (bar.get_x() + width / 2, bar.get_height()),
                             ha="center", va="bottom", fontsize=7, color="#c44e52")  # fmt: skip
@@ -368,7 +431,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench_sched: error: bad --cost-ms {args.cost_ms!r}", file=sys.stderr)
         return 2
     names = [s for s in args.suites.split(",") if s]
-    unknown = set(names) - {"gen", "parso"}
+    unknown = set(names) - {"gen", "parso", "mpmath"}
     if unknown or args.repeat < 1:
         print(f"bench_sched: error: bad --suites/--repeat ({sorted(unknown)})", file=sys.stderr)
         return 2
@@ -402,6 +465,15 @@ def main(argv: list[str] | None = None) -> int:
                 _write_graph(root, python, ["test"], deps)
                 plans.append({"name": "parso", "root": root, "python": python,
                               "targets": ["test"], "deps": deps, "cost_ms": 0.0})  # fmt: skip
+        if "mpmath" in names:
+            try:
+                root, python, targets, deps = _make_mpmath(WORK)
+            except Exception as exc:  # suites.SuiteUnavailable and build errors
+                print(f"bench_sched: skipping mpmath: {exc}", file=sys.stderr)
+            else:
+                _write_graph(root, python, targets, deps)
+                plans.append({"name": "mpmath", "root": root, "python": python,
+                              "targets": targets, "deps": deps, "cost_ms": 0.0})  # fmt: skip
     except (BenchError, OSError) as exc:
         print(f"bench_sched: error: {exc}", file=sys.stderr)
         return 1
@@ -412,9 +484,15 @@ def main(argv: list[str] | None = None) -> int:
     for plan in plans:
         # Untimed: byte-code caches of the suite and isolator, files the OS caches.
         run_config(plan, "serial", plan["cost_ms"], scratch)
-        runs: dict[str, list[dict[str, Any]]] = {c: [] for c in chosen}
+        mine = [c for c in chosen if c not in SKIP.get(plan["name"], {})]
+        for config in chosen:
+            if config not in mine:
+                print(f"  {plan['name']}: {config} skipped: {SKIP[plan['name']][config]}")
+        runs: dict[str, list[dict[str, Any]]] = {c: [] for c in mine}
+        ceilings: list[float] = []
         for rep in range(args.repeat):
-            order = chosen[rep % len(chosen) :] + chosen[: rep % len(chosen)]
+            ceilings.append(machine_ceiling())
+            order = mine[rep % len(mine) :] + mine[: rep % len(mine)]
             for config in order:
                 r = run_config(plan, config, plan["cost_ms"], scratch)
                 runs[config].append(r)
@@ -446,18 +524,26 @@ def main(argv: list[str] | None = None) -> int:
                 c["speedup_paired"] = statistics.median(
                     x["wall_s"] / y["wall_s"] for x, y in zip(runs[base], runs[config], strict=True)
                 )
-        first = configs[chosen[0]]
+        ceilings.append(machine_ceiling())
+        print(f"  {plan['name']}: two-process ceiling of the machine "
+              f"{', '.join(f'{c:.2f}x' for c in ceilings)}", flush=True)  # fmt: skip
+        first = configs[mine[0]]
         rows.append({
             "suite": plan["name"],
             "cost_ms": plan["cost_ms"],
             "dependencies": len(plan["deps"]),
             "tests": first["tests"],
             "configs": configs,
+            # 2 x (one CPU-bound process alone) / (two at once), before each repeat and after.
+            "ceiling": [round(c, 3) for c in ceilings],
+            "skipped": {c: SKIP[plan["name"]][c] for c in chosen if c not in mine},
         })  # fmt: skip
 
     table = []
     for r in rows:
         for config in chosen:
+            if config not in r["configs"]:
+                continue
             c = r["configs"][config]
             speed = [
                 f"{c[k]:.2f}x" if k in c else ""

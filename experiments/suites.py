@@ -12,7 +12,7 @@ override is a command-line option recorded in ``SuiteInfo.options``.
 
 Usage::
 
-    python experiments/suites.py [six parso marshmallow gen]   # prepare and print the commands
+    python experiments/suites.py [six parso marshmallow gen mpmath]   # prepare, print commands
 """
 
 from __future__ import annotations
@@ -347,6 +347,25 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"{name} {info.version}: cd {info.path} && {' '.join(info.pytest_cmd())}")
     return status
+
+
+# Appended for the scheduler benchmark (issue 4): a suite whose tests do real CPU work, the
+# case -n exists for.  mpmath is pure Python (no gmpy here), so its tests are arithmetic in
+# the interpreter.  Its one test marked ``slow`` (test_bessel_zeros_extra, ~32 s alone, more
+# than all the others together) is left out with ``-m 'not slow'``: one test that long bounds
+# any parallel run whatever the scheduler does.
+SPECS["mpmath"] = SuiteSpec(
+    name="mpmath",
+    requirement="mpmath==1.3.0",
+    test_deps=(),
+    options=(*_COMMON, "-m", "not slow"),
+    targets=("mpmath/tests",),
+    install_self=True,
+    why=(
+        "1.3.0: pure-Python arithmetic, CPU-bound tests (~25 s serially on 3.11); "
+        "-m 'not slow' leaves out the single 32 s test mpmath marks slow"
+    ),
+)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,10 @@ pytest-randomly's shuffle) has run, so its order is the last word, with or witho
 plugins.  Tests deselected or filtered out during collection are still known: a wrapper
 around ``pytest_make_collect_report`` records every item collectors produce, which is
 where a deselected state-setter is pulled back from.
+
+Every pytest process that loads isolator loads this plugin, most of them with nothing to
+do (no dependency graph, no ``--order``): the scheduler stage is imported only when one of
+those is in use (issue 2: a plain run pays for nothing it does not use).
 """
 
 from __future__ import annotations
@@ -17,13 +21,15 @@ import random
 import subprocess
 from collections.abc import Generator, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 
-from isolator import scheduler
 from isolator._store import DEPS_FILE, StoreError, load_graph, store_dir
 from isolator._types import DependencyGraph, NodeId
+
+if TYPE_CHECKING:
+    from isolator import scheduler
 
 PLUGIN_NAME: Final = "isolator-sched"
 CORE_NAME: Final = "isolator-core"
@@ -32,13 +38,15 @@ WORKEROUTPUT_KEY: Final = "isolator_order"
 FILES_CACHE_KEY: Final = "isolator/files"
 # Orders that express priorities; xdist keeps their unit order instead of longest-first.
 PRIORITY_MODES: Final = frozenset({"failed-first", "changed-first"})
+# ``scheduler.ORDER_MODES``, spelled out so that declaring the option imports nothing.
+ORDER_CHOICES: Final = ("declared", "reverse", "random", "failed-first", "changed-first")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("isolator-order", "isolator: dependency-aware test order")
     group.addoption(
         "--order",
-        choices=scheduler.ORDER_MODES,
+        choices=ORDER_CHOICES,
         default=None,
         help="run tests in this order, repaired to respect the dependency graph "
         "(default: the order pytest and its plugins produce, repaired).",
@@ -67,15 +75,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     plugin = SchedPlugin(config)
-    config.pluginmanager.register(plugin, PLUGIN_NAME)
     # Only a distributing controller needs the xdist scheduler (and to import xdist's
     # internals); workers and plain runs skip it.
     distributing = config.getoption("dist", "no") != "no"
-    if distributing and not hasattr(config, "workerinput"):
+    worker = hasattr(config, "workerinput")
+    if not (plugin.active or plugin.explain or plugin.warnings or distributing or worker):
+        # Nothing to order, pull in or report: its hooks (one wraps every collector)
+        # would only find that out again and again (issue 2).
+        return
+    config.pluginmanager.register(plugin, PLUGIN_NAME)
+    if distributing and not worker:
         from isolator._xdist import XdistHooks
 
         config.pluginmanager.register(XdistHooks(plugin), PLUGIN_NAME + "-xdist")
-    elif hasattr(config, "workerinput") and WORKERINPUT_KEY in config.workerinput:
+    elif WORKERINPUT_KEY in getattr(config, "workerinput", {}):
         from isolator._xdist import install_worker_events
 
         install_worker_events(config)
@@ -168,6 +181,8 @@ class SchedPlugin:
         """
         if self.graph is None or not self.config.getoption("lf", False):
             return
+        from isolator import scheduler
+
         cache = getattr(self.config, "cache", None)
         lastfailed = cache.get("cache/lastfailed", {}) if cache is not None else {}
         if scheduler.needed_setters(self.graph, [t for t in lastfailed if isinstance(t, str)]):
@@ -186,6 +201,8 @@ class SchedPlugin:
         """Add the setters of brittle tests selected by node id to the collection args."""
         if self.graph is None or self.config.getoption("pyargs", False):
             return
+        from isolator import scheduler
+
         args = self.config.args
         covers = [_arg_prefix(self.config, a) for a in args]
         prefixes = [c for c in covers if c is not None]
@@ -221,6 +238,8 @@ class SchedPlugin:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         if not self.active:
             return
+        from isolator import scheduler
+
         items = session.items
         self.collected_ids = [i.nodeid for i in items]
         by_id = {i.nodeid: i for i in items}
@@ -268,6 +287,8 @@ class SchedPlugin:
         exists: Any = None,
     ) -> scheduler.Repair:
         """Repair ``requested`` under the graph's constraints and note the decisions."""
+        from isolator import scheduler
+
         reset = reset_mode(self.config)
         if self.graph is None:
             constraints = scheduler.Constraints()
@@ -313,6 +334,8 @@ class SchedPlugin:
         renamed one: the partners of every dependency end not in the collection join the
         stale unit (declared order, one worker), which is safe and at worst less parallel.
         """
+        from isolator import scheduler
+
         assert self.graph is not None
         constraints = scheduler.build_constraints(
             self.graph, collection, reset_mode(self.config), exists=lambda t: False

@@ -6,12 +6,15 @@ graph and the collection the workers report (already in the repaired order, sinc
 workers run ``_schedplugin``'s collection hooks): each connected component of constraint
 edges is one unit, sent to one worker in a single batch so that its tests run back to back;
 all other tests are single-test units, balanced across workers like ``--dist load``.
-Workers it schedules send their per-test events in batches (``WorkerEvents``).
+Workers it schedules send their per-test events in batches (``WorkerEvents``).  The
+durations of the tests it ran are kept in ``.isolator/durations.json``: the next run starts
+the long tests first, spread over the workers (``DependencyScheduling.schedule``).
 """
 
 from __future__ import annotations
 
 import io
+import json
 import os
 import pickle
 import shutil
@@ -19,7 +22,8 @@ import struct
 import tempfile
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import pytest
@@ -28,6 +32,7 @@ from xdist.workermanage import parse_tx_spec_config  # type: ignore[import-untyp
 
 from isolator import scheduler
 from isolator._schedplugin import PRIORITY_MODES, WORKERINPUT_KEY, WORKEROUTPUT_KEY
+from isolator._store import StoreError, read_json, store_dir
 from isolator._types import NodeId
 
 if TYPE_CHECKING:
@@ -46,6 +51,60 @@ def _scope_fn(dist: str) -> scheduler.ScopeFn | None:
     if dist == "loadfile":
         return lambda nodeid: nodeid.split("::", 1)[0]
     return None
+
+
+# -- recorded durations ----------------------------------------------------------------------
+#
+# Stealing evens the workers out at the end of a run, but it can only move tests a worker has
+# not started: a few long tests that both sit early in one worker's queue (parso's nine
+# ``test_on_itself`` variants, 5.7 s of its 7.3 s; mpmath's three polynomial-root and
+# elliptic tests) still run one after the other there.  Known durations let the first
+# distribution deal them out, longest first, before any test has run.
+
+DURATIONS_FILE: Final = "durations.json"
+DURATIONS_SCHEMA: Final = "isolator.durations/1"
+_MAX_DURATIONS: Final = 100_000  # entries kept at most (renamed tests otherwise pile up)
+# A unit counts as long when it is expected to take at least this share of one worker's
+# part of the run; shorter ones keep their collection order (module locality).  Low enough
+# that a cluster of similar long tests is dealt out whole: at 1/8, parso's nine
+# ``test_on_itself`` variants (each ~1/6 of a worker's part) straddled the limit.
+_LONG_SHARE: Final = 1 / 32
+
+
+def load_durations(root: Path) -> dict[NodeId, float]:
+    """Seconds per test from earlier runs; empty when there is no valid record."""
+    try:
+        data = read_json(store_dir(root) / DURATIONS_FILE)
+    except StoreError:
+        return {}
+    if not isinstance(data, dict) or data.get("schema") != DURATIONS_SCHEMA:
+        return {}
+    tests = data.get("tests")
+    if not isinstance(tests, dict):
+        return {}
+    return {str(t): float(d) for t, d in tests.items() if isinstance(d, (int, float)) and d >= 0}
+
+
+def save_durations(root: Path, old: Mapping[NodeId, float], new: Mapping[NodeId, float]) -> None:
+    """Record ``new`` over ``old`` (best effort: a read-only checkout records nothing).
+
+    A hint for the next run, not a result: compact JSON and no ``fsync`` (what
+    ``write_json_atomic`` spends on 2,000 tests is some 30 ms at the end of every run);
+    the rename still leaves readers the old file or the new one, never half of one.
+    """
+    merged = {**old, **new} if len(old) + len(new) <= _MAX_DURATIONS else dict(new)
+    data = {"schema": DURATIONS_SCHEMA, "tests": {t: round(d, 6) for t, d in merged.items()}}
+    path = store_dir(root) / DURATIONS_FILE
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(exist_ok=True)
+        tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
 
 
 # --dist modes this scheduler replaces; "each" runs everything everywhere and "loadgroup"
@@ -332,6 +391,7 @@ class XdistHooks:
         self.plugin = plugin
         self._have_worker_output = False
         self.batches = EventBatches()
+        self.sched: DependencyScheduling | None = None
 
     @pytest.hookimpl
     def pytest_configure_node(self, node: Any) -> None:
@@ -339,8 +399,11 @@ class XdistHooks:
         self.batches.wrap(node)
 
     @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self) -> None:
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.batches.cleanup()
+        sched = self.sched
+        if sched is not None and sched.finished:
+            save_durations(session.config.rootpath, sched.recorded, sched.finished)
 
     @pytest.hookimpl
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
@@ -354,9 +417,11 @@ class XdistHooks:
             return None
         lpt = self.plugin.order not in PRIORITY_MODES
         self.batches.install(config)
-        return DependencyScheduling(
-            config, log, self.plugin, _scope_fn(dist), lpt=lpt, batches=self.batches
-        )
+        self.sched = DependencyScheduling(
+            config, log, self.plugin, _scope_fn(dist), lpt=lpt, batches=self.batches,
+            recorded=load_durations(config.rootpath),
+        )  # fmt: skip
+        return self.sched
 
     @pytest.hookimpl
     def pytest_xdist_node_collection_finished(self, node: Any, ids: Sequence[str]) -> None:
@@ -388,6 +453,8 @@ class DependencyScheduling:
         node2units      = {worker: deque([[item index, ...], ...])}  # the same, by unit
         queue           = deque([[item index, ...], ...])  # units not yet sent
         stealing        = (worker, [unit, ...]) | None     # steal request in flight
+        recorded        = {nodeid: seconds}   # earlier runs' durations (read-only)
+        finished        = {nodeid: seconds}   # this run's
     """
 
     def __init__(
@@ -400,6 +467,7 @@ class DependencyScheduling:
         lpt: bool = True,
         numnodes: int | None = None,
         batches: EventBatches | None = None,
+        recorded: Mapping[NodeId, float] | None = None,
     ) -> None:
         self.config = config
         self.log = log.isolatorsched if log is not None else (lambda *a: None)
@@ -421,6 +489,9 @@ class DependencyScheduling:
         self.durations: dict[str, tuple[float, int]] = {}
         self.duration_sum = 0.0
         self.duration_n = 0
+        self.recorded: Mapping[NodeId, float] = recorded or {}
+        self.finished: dict[NodeId, float] = {}
+        self._mean: float | None = None
 
     # -- protocol properties -------------------------------------------------------------
 
@@ -465,6 +536,7 @@ class DependencyScheduling:
 
     def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
         if duration > 0 and self.collection is not None:
+            self.finished[self.collection[item_index]] = duration
             key = _cost_key(self.collection[item_index])
             total, n = self.durations.get(key, (0.0, 0))
             self.durations[key] = (total + duration, n + 1)
@@ -557,15 +629,23 @@ class DependencyScheduling:
             node, _pending = self.node2pending.popitem()
             self.log(f"Shutting down unused node {node}")
             node.shutdown()
+        long_units = self._take_long_units() if self.lpt else []
 
         # Initial distribution: a quarter of the tests, the rest on demand.  Consecutive
         # units per worker, in one message: a worker then crosses fewer module boundaries
         # (module fixtures, isolator's full checks), and each message costs a round of
-        # pickling and a pipe write on both sides.
+        # pickling and a pipe write on both sides.  Known long units go first, each to the
+        # worker with the least expected work so far.
         target = max(1, len(self.collection) // (4 * max(1, len(self.nodes))))
+        batches: dict[Any, list[list[int]]] = {node: [] for node in self.nodes}
+        load = dict.fromkeys(self.nodes, 0.0)
+        for cost, unit in long_units:
+            node = min(self.nodes, key=lambda n: load[n])
+            batches[node].append(unit)
+            load[node] += cost
         for node in self.nodes:
-            batch: list[list[int]] = []
-            size = 0
+            batch = batches[node]
+            size = sum(len(u) for u in batch)
             while self.queue and size < target:
                 batch.append(self.queue.popleft())
                 size += len(batch[-1])
@@ -633,14 +713,42 @@ class DependencyScheduling:
         for node in idle:
             node.shutdown()
 
+    def _take_long_units(self) -> list[tuple[float, list[int]]]:
+        """Remove the units recorded durations call long from the queue; longest first."""
+        if not self.recorded or not self.queue:
+            return []
+        costs = [sum(self._cost(i) for i in unit) for unit in self.queue]
+        limit = _LONG_SHARE * sum(costs) / max(1, len(self.nodes))
+        long_units = [(c, u) for c, u in zip(costs, self.queue, strict=True) if c >= limit]
+        if not long_units:
+            return []
+        ids = {id(u) for _c, u in long_units}
+        self.queue = deque(u for u in self.queue if id(u) not in ids)
+        long_units.sort(key=lambda cu: -cu[0])
+        return long_units
+
     def _cost(self, index: int) -> float:
         """A test's expected duration: the mean of the finished runs of its function (its
-        parametrized variants cost alike), else of every finished test; 1 before any."""
-        if not self.duration_n:
-            return 1.0
+        parametrized variants cost alike), else its recorded duration, else the mean of
+        every finished (or recorded) test; 1 before any."""
         assert self.collection is not None
-        total, n = self.durations.get(_cost_key(self.collection[index]), (0.0, 0))
-        return total / n if n else self.duration_sum / self.duration_n
+        nodeid = self.collection[index]
+        if self.duration_n:
+            total, n = self.durations.get(_cost_key(nodeid), (0.0, 0))
+            if n:
+                return total / n
+        if nodeid in self.recorded:
+            return self.recorded[nodeid]
+        if self.duration_n:
+            return self.duration_sum / self.duration_n
+        if self.recorded:
+            return self._recorded_mean()
+        return 1.0
+
+    def _recorded_mean(self) -> float:
+        if self._mean is None:
+            self._mean = sum(self.recorded.values()) / len(self.recorded)
+        return self._mean
 
     def _stealable(self, node: Any) -> list[list[int]]:
         """Whole units of ``node``'s queue worth about half the work it has left.

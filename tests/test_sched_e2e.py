@@ -422,3 +422,51 @@ def test_bad_order_option_is_a_usage_error(suite: Path) -> None:
     proc = run(suite, "--order=sideways")
     assert proc.returncode == 4
     assert "invalid choice: 'sideways'" in proc.stderr
+
+
+# -- fixed cost of runs that do not use the scheduler (issue 2) -----------------------------
+
+MODULES_PROBE = """
+import json, sys
+
+
+def pytest_sessionfinish(session):
+    loaded = sorted(m for m in sys.modules if m.startswith("isolator."))
+    if session.config.pluginmanager.has_plugin("isolator-sched"):
+        loaded.append("<isolator-sched registered>")
+    with open("loaded.json", "w") as fh:
+        json.dump(loaded, fh)
+"""
+
+
+@pytest.mark.parametrize("args", [[], ["-p", "isolator", "--reset=none"]])
+def test_no_graph_no_order_imports_no_scheduler(pytester: pytest.Pytester, args: list[str]) -> None:
+    # isolator is loaded (entry point or -p), its order plugin too, but it has nothing
+    # to order: the scheduler stage stays unimported, no hook of the plugin runs.
+    pytester.makeconftest(MODULES_PROBE)
+    pytester.makepyfile(test_a="def test_one():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:randomly", *args)
+    result.assert_outcomes(passed=1)
+    loaded = json.loads((pytester.path / "loaded.json").read_text())
+    assert "isolator._schedplugin" in loaded
+    assert "isolator.scheduler" not in loaded
+    assert "<isolator-sched registered>" not in loaded
+
+
+def test_an_order_or_a_graph_imports_the_scheduler(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(MODULES_PROBE)
+    pytester.makepyfile(test_a="def test_one():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "--order=reverse")
+    result.assert_outcomes(passed=1)
+    loaded = json.loads((pytester.path / "loaded.json").read_text())
+    assert {"isolator.scheduler", "<isolator-sched registered>"} <= set(loaded)
+
+
+def test_a_corrupt_graph_is_still_reported_without_an_order(pytester: pytest.Pytester) -> None:
+    # Inactive (no usable graph, no --order), but with a warning to show.
+    pytester.makepyfile(test_a="def test_one():\n    pass\n")
+    (pytester.path / ".isolator").mkdir()
+    (pytester.path / ".isolator" / "deps.json").write_text("{")
+    result = pytester.runpytest_subprocess("-p", "no:randomly")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*isolator: warning:*running without the dependency graph*"])

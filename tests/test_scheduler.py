@@ -244,15 +244,24 @@ def run_fake(
     rng_seed: int = 0,
     slow: dict[str, int] | None = None,
     durations: bool = False,
+    recorded: dict[str, float] | None = None,
+    nodes: list[FakeNode] | None = None,
 ) -> tuple[dict[str, list[str]], DependencyScheduling]:
     """Drive the scheduler like xdist's DSession and workers: each step one worker runs a
     test (a test in ``slow`` takes that many steps), or answers a steal request.  With
-    ``durations``, finished tests report the steps they took, as xdist reports seconds."""
+    ``durations``, finished tests report the steps they took, as xdist reports seconds;
+    ``recorded`` are the durations of earlier runs."""
     rng = random.Random(rng_seed)
     slow = slow or {}
     plugin = FakePlugin(g)
-    sched = DependencyScheduling(None, None, plugin, numnodes=nnodes)  # type: ignore[arg-type]
-    nodes = [FakeNode(f"gw{i}") for i in range(nnodes)]
+    sched = DependencyScheduling(
+        None,
+        None,
+        plugin,
+        numnodes=nnodes,
+        recorded=recorded,  # type: ignore[arg-type]
+    )
+    nodes = [FakeNode(f"gw{i}") for i in range(nnodes)] if nodes is None else nodes
     for n in nodes:
         sched.add_node(n)
     for n in nodes:
@@ -347,6 +356,88 @@ def test_xdist_steals_slow_tests_from_the_middle_of_a_batch() -> None:
         # Both end close to an even split (stealing by count: 44 steps later).
         steps = sched.steps  # type: ignore[attr-defined]
         assert steps <= work / 2 + 20, (steps, work)
+
+
+def test_xdist_recorded_durations_start_long_tests_first_on_every_worker() -> None:
+    # mpmath's shape: a few long tests next to each other late in the collection.  Both
+    # workers start with them (longest first, dealt by expected work), not one worker
+    # after its first batches; the rest keep their collection order.
+    collection = [f"t{i:03d}" for i in range(400)]
+    long_ids = ["test_long_a", "test_long_b", "test_long_c"]
+    collection[300:300] = long_ids
+    slow = {"test_long_a": 150, "test_long_b": 120, "test_long_c": 100}
+    recorded = {t: float(slow.get(t, 1)) for t in collection}
+    work = len(collection) - len(long_ids) + sum(slow.values())
+    nodes = [FakeNode("gw0"), FakeNode("gw1")]
+    ran, sched = run_fake(
+        collection, graph(), slow=slow, durations=True, recorded=recorded, nodes=nodes
+    )
+    assert sorted(t for ts in ran.values() for t in ts) == sorted(collection)
+    firsts = {collection[n.sent[0][0]] for n in nodes}
+    assert firsts == {"test_long_a", "test_long_b"}, firsts
+    gw_c = next(n for n in nodes if collection[n.sent[0][0]] == "test_long_b")
+    assert collection[gw_c.sent[0][1]] == "test_long_c"  # dealt to the lighter worker
+    quick = [t for t in ran["gw0"] if t not in slow]
+    assert quick == sorted(quick)  # collection order kept for the rest
+    steps = sched.steps  # type: ignore[attr-defined]
+    assert steps <= work / 2 + 10, (steps, work)
+    # This run's durations are what the next run will read.
+    assert sched.finished["test_long_a"] == 150
+    assert len(sched.finished) == len(collection)
+
+
+def test_xdist_recorded_durations_deal_a_whole_cluster_of_similar_long_tests() -> None:
+    # parso's shape: nine parametrized variants of one slow test, of slightly different
+    # recorded durations, together most of the run.  All of them are dealt out, 5/4.
+    collection = [f"t{i:03d}" for i in range(400)]
+    long_ids = [f"test_slow[{v}]" for v in range(9)]
+    collection[40:40] = long_ids
+    slow = {t: 55 + (7 * i) % 11 for i, t in enumerate(long_ids)}
+    recorded = {t: float(slow.get(t, 1)) for t in collection}
+    nodes = [FakeNode("gw0"), FakeNode("gw1")]
+    run_fake(collection, graph(), slow=slow, durations=True, recorded=recorded, nodes=nodes)
+    dealt = [[collection[i] for i in n.sent[0] if collection[i] in slow] for n in nodes]
+    assert sorted(len(d) for d in dealt) == [4, 5], dealt
+    for n, d in zip(nodes, dealt, strict=True):
+        assert [collection[i] for i in n.sent[0][: len(d)]] == d  # they start the batch
+
+
+@pytest.mark.parametrize("nnodes", [2, 3, 4])
+def test_xdist_recorded_durations_with_fewer_units_than_workers(nnodes: int) -> None:
+    # Every unit counts as long here; the workers without a unit still shut down, the
+    # others each get one (a -k selection under -n 2 left a chain and a test or two).
+    collection = ["s", "b", "x"]
+    g = graph(setter("s", "b"))
+    recorded = {"s": 1.0, "b": 1.0, "x": 3.0}
+    nodes = [FakeNode(f"gw{i}") for i in range(nnodes)]
+    ran, _ = run_fake(collection, g, nnodes=nnodes, recorded=recorded, nodes=nodes)
+    assert sorted(t for ts in ran.values() for t in ts) == sorted(collection)
+    assert sorted(ts for ts in ran.values() if ts) == [["s", "b"], ["x"]]
+
+
+def test_xdist_without_recorded_durations_the_first_batches_are_collection_order() -> None:
+    collection = [f"t{i:03d}" for i in range(100)]
+    nodes = [FakeNode("gw0"), FakeNode("gw1")]
+    run_fake(collection, graph(), nodes=nodes)
+    assert nodes[0].sent[0] == list(range(len(nodes[0].sent[0])))
+
+
+def test_durations_file_round_trip_and_bad_files(tmp_path: Any) -> None:
+    from isolator._xdist import DURATIONS_FILE, load_durations, save_durations
+
+    assert load_durations(tmp_path) == {}
+    save_durations(tmp_path, {"a": 1.0, "b": 2.0}, {"b": 3.0, "c": 0.5})
+    assert load_durations(tmp_path) == {"a": 1.0, "b": 3.0, "c": 0.5}
+    path = tmp_path / ".isolator" / DURATIONS_FILE
+    for bad in ("[1, 2]", "{", '{"schema": "other", "tests": {"a": 1}}'):
+        path.write_text(bad)
+        assert load_durations(tmp_path) == {}
+    # Best effort: where .isolator cannot be written, nothing is recorded and nothing fails.
+    (tmp_path / "ro").mkdir()
+    (tmp_path / "ro" / ".isolator").write_text("not a directory")
+    save_durations(tmp_path / "ro", {}, {"a": 1.0})
+    assert load_durations(tmp_path / "ro") == {}
+    assert [p.name for p in (tmp_path / "ro").iterdir()] == [".isolator"]
 
 
 def _two_workers(
@@ -464,3 +555,9 @@ def test_xdist_stealing_keeps_chains_whole_under_random_timing(seed: int) -> Non
         assert ts[i : i + len(chain)] == chain
     (ts,) = [ts for ts in ran.values() if "t2" in ts]
     assert "t9" in ts and ts.index("t2") < ts.index("t9")
+
+
+def test_the_order_option_offers_every_order_mode() -> None:
+    from isolator._schedplugin import ORDER_CHOICES
+
+    assert ORDER_CHOICES == scheduler.ORDER_MODES

@@ -174,3 +174,42 @@ def test_a_crash_on_a_socket_gateway_is_blamed_on_the_right_test(
     seen = reported(result)
     assert seen[CRASH] == [(seen[CRASH][0][0], "FAILED")]
     assert all(len(v) == 1 for v in seen.values())
+
+
+def test_recorded_durations_start_the_long_tests_first(pytester: pytest.Pytester) -> None:
+    # Two long tests at the very end of the collection: the first run records every test's
+    # duration, the second starts one long test on each worker before anything else.
+    pytester.makepyfile(modestate="STATE = {}\n")
+    tests = pytester.mkdir("tests")
+    ids = []
+    for m in range(2):
+        body = ["import time", "import modestate", ""]
+        for i in range(40):
+            ids.append(f"tests/test_m{m}.py::test_{i:03d}")
+            body += [f"def test_{i:03d}():", "    pass", ""]
+        (tests / f"test_m{m}.py").write_text("\n".join(body))
+    body = ["import time", "import modestate", ""]
+    body += ["def test_set():", "    modestate.STATE['x'] = 1", ""]
+    body += ["def test_need():", "    assert modestate.STATE['x'] == 1", ""]
+    for name in ("test_long_a", "test_long_b"):
+        body += [f"def {name}():", "    time.sleep(0.4)", ""]
+    (tests / "test_z.py").write_text("\n".join(body))
+    ids += [
+        f"tests/test_z.py::{t}" for t in ("test_set", "test_need", "test_long_a", "test_long_b")
+    ]
+    dep = Dependency("state-setter", ids[-4], ids[-3], ("modestate:STATE['x']",), True)
+    save_graph(pytester.path, DependencyGraph(tests=tuple(ids), dependencies=(dep,)))
+
+    run(pytester, "-n", "2").assert_outcomes(passed=len(ids))
+    stored = json.loads((pytester.path / ".isolator" / "durations.json").read_text())
+    assert set(stored["tests"]) == set(ids)
+    assert stored["tests"][ids[-1]] >= 0.4
+
+    result = run(pytester, "-n", "2")
+    result.assert_outcomes(passed=len(ids))
+    first: dict[str, str] = {}
+    for m in re.finditer(r"^\[(gw\d+)\] \[\s*\d+%\] PASSED (\S+)", result.stdout.str(), re.M):
+        first.setdefault(m.group(1), m.group(2))
+    # Each worker reports a long test first: it started there, since a worker that had run
+    # quick tests before it would have reported those first.
+    assert sorted(first.values()) == ids[-2:], first
