@@ -82,13 +82,7 @@ CONFIGS = ("serial", "serial+iso", "n2+iso", "n2+load", "run", "run-n2")
 BASELINE = {"n2+iso": "serial", "n2+load": "serial", "run-n2": "run"}
 RESET = {"run": "minimal", "run-n2": "minimal"}  # the others: plain pytest state sharing
 # Configurations a suite cannot run, and why (printed, and kept in the JSON's "skipped").
-SKIP: dict[str, dict[str, str]] = {
-    "mpmath": dict.fromkeys(
-        ("run", "run-n2"),
-        "--reset=minimal stops with an INTERNALERROR in resetter._keep_memo on mpmath's "
-        "caches (a key whose hash depends on the working precision)",
-    ),
-}
+SKIP: dict[str, dict[str, str]] = {}
 
 _PLANT_MARK = "# --- planted by bench_sched.py ---"
 _COST_FIXTURE = """

@@ -866,8 +866,14 @@ def _diff_keys(live: Any, snap: dict[Any, Any]) -> list[Any]:
 
 
 def _restore_mapping(live: Any, snap: dict[Any, Any]) -> None:
-    for k in [k for k in live if k not in snap]:
-        del live[k]
-    for k, v in snap.items():
-        if k not in live or live[k] is not v:
-            live[k] = v
+    try:
+        for k in [k for k in live if k not in snap]:
+            del live[k]
+        for k, v in snap.items():
+            if k not in live or live[k] is not v:
+                live[k] = v
+    except Exception:
+        # A key whose hash changed since it was stored (mpmath's numbers hash by the working
+        # precision) cannot be found to delete: refill the same mapping from the snapshot.
+        live.clear()
+        live.update(snap)

@@ -418,27 +418,34 @@ class Resetter:
         the baseline; a key recomputed different ``_MEMO_MISSES`` times is no longer
         compared.  Returns True when every change of the watch was such an entry.
         """
+        try:
+            return self._keep_added(t, i)
+        except Exception:
+            # A key whose hash or equality changed since it was stored (mpmath's numbers
+            # hash by the working precision), or raises: not a memo we can reason about.
+            return False
+
+    def _keep_added(self, t: StateTable, i: int) -> bool:
         live, snap = t.lives[i], t.snaps[i]
-        added = []
+        added: list[tuple[Any, Any]] = []
         for k, v in live.items():
             if k not in snap:
-                added.append(k)
+                added.append((k, v))
             elif snap[k] is not v:
                 return False
         if len(snap) + len(added) != len(live) or not added:
             return False
         site = t.sites[i]
-        keep = []
+        keep: list[tuple[Any, Any]] = []
         declared = bool(self.keep) and any(fnmatch.fnmatchcase(site, p) for p in self.keep)
-        for k in added:
+        for k, v in added:
             if declared:
-                keep.append(k)
+                keep.append((k, v))
                 continue
             if not self.learn_memo:
                 break
             key = (site, k)
             seen = self.memo.get(key)
-            v = live[k]
             if seen is None:
                 self.memo[key] = (v, 0, 0)
                 continue
@@ -446,13 +453,13 @@ class Resetter:
                 continue  # recomputed different too often: not a memo entry
             if same_value(seen[0], v):
                 self.memo[key] = (v, seen[1] + 1, seen[2])
-                keep.append(k)
+                keep.append((k, v))
             else:
                 self.memo[key] = (v, 0, seen[2] + 1)
         if len(keep) != len(added):
             return False
-        for k in keep:
-            snap[k] = live[k]
+        for k, v in keep:
+            snap[k] = v
             self.memo_kept.append(f"{site}[{k!r}]")
         return True
 

@@ -507,3 +507,35 @@ def test_sees_a_fresh_cache():
     assert "could not reset" not in result.stdout.str()
     assert "urlsplit" not in result.stdout.str()
     result.stdout.fnmatch_lines(["*test_caches:mine (*"])
+
+
+def test_a_key_whose_hash_changed_is_still_reset(pytester: pytest.Pytester) -> None:
+    # mpmath's numbers hash by the working precision: a cache key stored at one precision
+    # cannot be looked up at another. The reset must still empty the cache, not crash.
+    pytester.makepyfile(
+        test_hash="""
+import sys
+
+class Key:
+    def __init__(self, x):
+        self.x = x
+    def __hash__(self):
+        return hash((self.x, getattr(sys, "isolator_test_prec", 53)))
+    def __eq__(self, other):
+        return isinstance(other, Key) and other.x == self.x
+
+CACHE = {}
+
+def test_fills_at_one_precision():
+    CACHE[Key(1)] = "one"
+    sys.isolator_test_prec = 60
+
+def test_sees_an_empty_cache():
+    assert CACHE == {}
+"""
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal"
+    )
+    result.assert_outcomes(passed=2)
+    assert "INTERNALERROR" not in result.stdout.str()
