@@ -467,7 +467,8 @@ def _settle_baseline() -> None:
     and at once unfreezing moves every young object into the oldest generation without a
     collection and without that count; nothing is hidden from ``gc.get_objects()``
     afterwards. When something else already froze objects, unfreezing would undo that
-    freeze, so the objects are left where they are.
+    freeze, so the objects are left where they are. (CPython 3.12.1 reports a non-zero
+    freeze count with nothing frozen; there the objects are left where they are too.)
     """
     if gc.get_freeze_count():
         return
