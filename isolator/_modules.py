@@ -258,16 +258,17 @@ _Reinstate.exec_module = _import_machinery(_Reinstate.exec_module)  # type: igno
 
 
 class UnloadedFinder:
-    """First on sys.meta_path: library modules that a test imported are unloaded after it
-    (a fresh process would not have them), and come back as the *same* objects when imported
-    again, instead of being executed twice (which costs time, and breaks identity of their
-    classes for objects that outlive the test).
+    """First on sys.meta_path: modules that a test imported are unloaded after it (a fresh
+    process would not have them), and come back as the *same* objects when imported again,
+    instead of being executed twice (which costs time, and breaks identity of their classes
+    for objects that outlive the test).
 
-    A module comes back with the namespace its first import left: what a test rebound or
-    added in it is gone, as after a new import.  For that, every module imported while the
-    finder is installed is found here (by asking the finders after this one, as the import
-    system would) and its namespace is copied when its execution ends.  Objects the module
-    holds and a test changed in place stay changed (see the README's limits).
+    A module comes back as its first import left it: its namespace (what a test rebound or
+    added in it is gone), a project module's tracked state, and the modules that import
+    pulled in.  For that, every module imported while the finder is installed is found here
+    (by asking the finders after this one, as the import system would) and its namespace is
+    copied when its execution ends.  Objects a library module holds and a test changed in
+    place stay changed (see the README's limits).
     """
 
     def __init__(self) -> None:
@@ -279,8 +280,10 @@ class UnloadedFinder:
         self._finding = False
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if self._finding:
+            return None  # a finder we asked is importing something of its own
         mod = self.cache.pop(name, None)
-        if self._finding or (mod is None and not _importing()):
+        if mod is None and not _importing():
             return None
         spec = self._find_elsewhere(name, path, target)
         if mod is not None:

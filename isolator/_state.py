@@ -754,11 +754,12 @@ class _SlotCheck:
         """Indexes of the watches that differ from their snapshots."""
         objs, names, vals = self.objs, self.names, self.vals
         try:
-            if self.full and (self.refs is None or gc.get_referents(*self.full) != self.refs):
+            refs = gc.get_referents(*self.full) if self.full else None
+            if refs is not None and refs != self.refs:
                 if list(map(getattr, objs, names, itertools.repeat(_EMPTY))) != vals:
                     return self._which(objs, names, vals)
                 # Equal to the snapshots now: these referents stand for them from here on.
-                self.refs = gc.get_referents(*self.full)
+                self.refs = refs
                 return []
             if len(objs) > self.nfull:
                 objs, names, vals = self.part
