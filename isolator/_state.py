@@ -73,6 +73,7 @@ _IMMUTABLE: tuple[type, ...] = (
     staticmethod,
     classmethod,
 )
+_SKIP_GLOBALS: tuple[type, ...] = (*_IMMUTABLE, types.ModuleType)
 _SKIP_NAMES: Final = frozenset(
     {
         "__builtins__",
@@ -206,7 +207,7 @@ class StateTable:
         self._imported = imported
         budget = [_MAX_WATCHES_PER_MODULE]
         for key, value in list(mdict.items()):
-            if key in _SKIP_NAMES or key in imported or isinstance(value, types.ModuleType):
+            if key in _SKIP_NAMES or key in imported or isinstance(value, _SKIP_GLOBALS):
                 continue
             self._walk(f"{name}:{key}", value, name, project_prefixes, 0, budget)
 
@@ -232,7 +233,8 @@ class StateTable:
         self._depth = depth
         if isinstance(value, tuple):
             for i, item in enumerate(value):
-                self._walk(f"{site}[{i}]", item, modname, prefixes, depth + 1, budget)
+                if not isinstance(item, _IMMUTABLE):
+                    self._walk(f"{site}[{i}]", item, modname, prefixes, depth + 1, budget)
             return
         vid = id(value)
         if vid in self._seen:
@@ -255,13 +257,16 @@ class StateTable:
             if len(value) > _MAX_ELEMENTS_PER_CONTAINER:
                 self.truncated.append(site)
             self._watch(site, value, dict(value), DICT, None)
+            # Immutable values are skipped before their site name is formatted.
             for k, v in list(value.items())[:_MAX_ELEMENTS_PER_CONTAINER]:
-                self._walk(f"{site}[{k!r}]", v, modname, prefixes, depth + 1, budget)
+                if not isinstance(v, _IMMUTABLE):
+                    self._walk(f"{site}[{k!r}]", v, modname, prefixes, depth + 1, budget)
             return
         if isinstance(value, list):
             self._watch(site, value, list(value), LIST, None)
             for v in value[:_MAX_ELEMENTS_PER_CONTAINER]:
-                self._walk(site, v, modname, prefixes, depth + 1, budget)
+                if not isinstance(v, _IMMUTABLE):
+                    self._walk(site, v, modname, prefixes, depth + 1, budget)
             return
         if isinstance(value, (set,)):
             self._watch(site, value, set(value), SET, None)
@@ -283,7 +288,7 @@ class StateTable:
             proxy = value.__dict__
             self._watch(site, proxy, dict(proxy), CLASS, value)
             for k, v in list(proxy.items()):
-                if k in _SKIP_NAMES:
+                if k in _SKIP_NAMES or isinstance(v, _IMMUTABLE):
                     continue
                 self._walk(f"{site}.{k}", v, modname, prefixes, depth + 1, budget)
             return
@@ -331,7 +336,8 @@ class StateTable:
                 return
             self._watch(site, idict, dict(idict), INSTANCE, None)
             for k, v in list(idict.items()):
-                self._walk(f"{site}.{k}", v, modname, prefixes, depth + 1, budget)
+                if not isinstance(v, _IMMUTABLE):
+                    self._walk(f"{site}.{k}", v, modname, prefixes, depth + 1, budget)
             return
         slots = _slot_names(type(value))
         if slots:
@@ -800,10 +806,19 @@ def _is_enum(cls: type) -> bool:
     return enum is not None and isinstance(cls, enum.EnumMeta)
 
 
+# The prefixes tuple of the last call and its dotted form: a walk passes the same tuple
+# thousands of times, and rebuilding the dotted form each time cost most of a baseline.
+_dotted_for: list[Any] = [None, ()]
+
+
 def _is_project(modname: object, prefixes: tuple[str, ...]) -> bool:
     if not isinstance(modname, str):
         return False
-    return modname in prefixes or modname.startswith(tuple(p + "." for p in prefixes))
+    if modname in prefixes:
+        return True
+    if _dotted_for[0] is not prefixes:
+        _dotted_for[:] = [prefixes, tuple(p + "." for p in prefixes)]
+    return modname.startswith(_dotted_for[1])
 
 
 def _differs(live: Any, snap: Any) -> bool:

@@ -227,11 +227,10 @@ class Resetter:
     def _dirty_tables(self) -> dict[str, tuple[list[int], tuple[list[int], ...]]]:
         """Tables whose state differs from the baseline: key -> (watches, extras)."""
         out: dict[str, tuple[list[int], tuple[list[int], ...]]] = {}
-        scope = self.reach.all()
-        if scope.clean():
-            return out
         # The scope's C-level pass names the tables that may differ; only those are walked.
-        maybe = {id(t) for t in scope.dirty_tables()}
+        maybe = {id(t) for t in self.reach.all().dirty_tables(self.files.defaults_written)}
+        if not maybe:
+            return out
         for key, t in self.tables.items():
             if id(t) not in maybe:
                 continue
@@ -257,7 +256,7 @@ class Resetter:
 
     def _set_tables(self, tables: dict[str, StateTable]) -> None:
         self.tables = tables
-        self.reach = Reach(tables)
+        self.reach = Reach(tables, self.reach)
 
     def scope_for(self, modname: str | None, also: list[str]) -> Scope | None:
         """The tables a test in ``modname`` could have touched, or None for all."""
@@ -340,14 +339,13 @@ class Resetter:
             for t in self.tables.values():
                 self._reset_table(t, out, force)
         else:
-            # Functions' defaults are read only after a test that rebound some (an audit
-            # event tells) and at module boundaries, where everything is checked.
-            defaults = files.defaults_written or scope is None
+            # Functions' defaults are read only after a test that rebound some: the audit
+            # event of the rebinding tells.
+            defaults = files.defaults_written
             if scope is None:
                 scope = self.reach.all()
-            if not scope.clean(defaults):
-                for t in scope.dirty_tables(defaults):
-                    self._reset_table(t, out, force, defaults)
+            for t in scope.dirty_tables(defaults):
+                self._reset_table(t, out, force, defaults)
         files.defaults_written = False
         if _thread._count() != self.thread_count:
             self._check_threads(out)

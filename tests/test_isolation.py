@@ -561,3 +561,52 @@ def test_sees_an_empty_cache():
     )
     result.assert_outcomes(passed=2)
     assert "INTERNALERROR" not in result.stdout.str()
+
+
+def test_defaults_rebound_by_the_last_test_of_a_module_are_put_back(
+    pytester: pytest.Pytester,
+) -> None:
+    # Rebound defaults are looked at only after an audit event told of the rebinding: a
+    # polluter at a module boundary (everything is checked there) and one in a
+    # module-scoped fixture must still be put back before the next module's tests.
+    pytester.makepyfile(
+        pkg="""
+def remember(x, seen=[]):
+    seen.append(x)
+    return len(seen)
+
+def greet(*, who="world"):
+    return who
+
+def scale(x, factor=2):
+    return x * factor
+""",
+        test_a="""
+import pytest, pkg
+
+@pytest.fixture(scope="module")
+def rebind():
+    pkg.scale.__defaults__ = (10,)
+    yield
+
+def test_inside_fixture(rebind):
+    assert pkg.scale(1) == 10
+
+def test_last_of_module():
+    pkg.remember.__defaults__ = ([0],)
+    pkg.greet.__kwdefaults__ = {"who": "x"}
+""",
+        test_b="""
+import pkg
+def test_next_module():
+    assert pkg.remember(2) == 1
+    assert pkg.greet() == "world"
+    assert pkg.scale(1) == 2
+""",
+    )
+    plain = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    plain.assert_outcomes(passed=2, failed=1)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal"
+    )
+    result.assert_outcomes(passed=3)
