@@ -289,8 +289,15 @@ class UnloadedFinder:
         if mod is not None:
             # Reinstated only from where a new import would load it now (sys.path and the
             # finders may have changed since, and been reset).
+            # The module's __spec__ may be another name's by now: the import system binds
+            # the spec of each name a module is imported under (six.moves aliases), so its
+            # file says where it came from as well.
             old = getattr(mod, "__spec__", None)
-            if spec is not None and spec.origin == getattr(old, "origin", None):
+            origin = None if spec is None else spec.origin
+            if spec is not None and (
+                origin == getattr(old, "origin", None)
+                or (origin is not None and origin == getattr(mod, "__file__", None))
+            ):
                 import importlib.util
 
                 fresh = self.fresh.get(name)

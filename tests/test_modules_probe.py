@@ -270,3 +270,55 @@ def test_adds_it_again():
 """
     )
     _run(pytester, "-v").assert_outcomes(passed=3)
+
+
+def test_a_module_imported_under_an_alias_comes_back_without_running_again(
+    pytester: pytest.Pytester,
+) -> None:
+    # An importer that hands out a module under a second name (as six.moves does) makes
+    # the import system bind the alias's spec, which has no file, to the module. After the
+    # reset the module must still come back from its file, not be executed again.
+    lib = pytester.mkdir("lib")
+    (lib / "target.py").write_text(
+        "import sys\nsys.target_runs = getattr(sys, 'target_runs', 0) + 1\n"
+    )
+    (lib / "aliaser.py").write_text(
+        """
+import importlib, importlib.util
+
+class Aliaser:
+    def find_spec(self, name, path=None, target=None):
+        if name == "aliased_target":
+            return importlib.util.spec_from_loader(name, self)
+        return None
+
+    def create_module(self, spec):
+        return importlib.import_module("target")
+
+    def exec_module(self, module):
+        pass
+"""
+    )
+    proj = pytester.mkdir("proj")
+    (proj / "conftest.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(lib)!r})\n"
+        "import aliaser\nsys.meta_path.append(aliaser.Aliaser())\n"
+    )
+    (proj / "test_alias.py").write_text(
+        """
+import sys
+
+def test_first():
+    import aliased_target
+    assert aliased_target.__spec__.origin is None
+    assert sys.target_runs == 1
+
+def test_second():
+    import aliased_target
+    import target
+    assert target is aliased_target
+    assert sys.target_runs == 1
+"""
+    )
+    result = _run(pytester, "--rootdir", str(proj), str(proj / "test_alias.py"))
+    result.assert_outcomes(passed=2)
