@@ -41,6 +41,8 @@ _KEEP_PREFIXES: Final = (
     "hypothesis",
 )
 
+_RUNNER_PREFIXES: Final = ("_pytest", "pytest", "pluggy", "isolator", "xdist", "execnet")
+
 
 class UndoLog:
     """First old value of every library module attribute written during the current test.
@@ -109,7 +111,15 @@ def watch_library_modules(is_project: Any) -> list[types.ModuleType]:
     for mod in list(sys.modules.values()):
         # sys is left alone: pytest rebinds its attributes around every test phase, and
         # the process probes cover what matters in it.
-        if type(mod) is not types.ModuleType or mod is sys or is_project(mod):
+        # The test runner's own modules are left alone too: the swap costs every attribute
+        # read of a module (the interpreter's fast path is for plain modules only), and
+        # pytest reads its modules' attributes all through each test's protocol.
+        if (
+            type(mod) is not types.ModuleType
+            or mod is sys
+            or mod.__name__.startswith(_RUNNER_PREFIXES)
+            or is_project(mod)
+        ):
             continue
         try:
             mod.__class__ = WatchedModule
