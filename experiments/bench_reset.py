@@ -182,6 +182,10 @@ def run_suite(
         }
         if plain and mode != "plain":
             entry["ratio"] = round(wall / plain_wall, 4)
+            # Each repeat runs every mode back to back: the ratio within a repeat cancels
+            # the machine's slow drifts, which the ratio of medians does not.
+            pairs = [r.wall_s / p.wall_s for r, p in zip(rs, plain) if p.wall_s > 0]
+            entry["paired_ratio"] = round(_median(pairs), 4) if pairs else None
             entry["rss_ratio"] = round(rss / plain_rss, 4)
             # CPU time of the tree: steadier than wall time when other work shares the cores.
             entry["cpu_ratio"] = round(entry["median_cpu_s"] / plain_cpu, 4)
@@ -226,7 +230,7 @@ def table(results: dict[str, Any], fmt: str = "simple") -> str:
     rows = []
     for name, res in results["suites"].items():
         if "error" in res:
-            rows.append([name, "unavailable", *[""] * 9, res["error"][:60]])
+            rows.append([name, "unavailable", *[""] * 10, res["error"][:60]])
             continue
         for mode, e in res["modes"].items():
             c = e["counts"]
@@ -239,6 +243,7 @@ def table(results: dict[str, Any], fmt: str = "simple") -> str:
                     f"/{c.get('errors', 0)}",
                     _fmt(e["median_wall_s"], ".2f"),
                     _fmt(e.get("ratio"), ".2f") if mode != "plain" else "1.00",
+                    _fmt(e.get("paired_ratio"), ".2f") if mode != "plain" else "1.00",
                     _fmt(e.get("overhead_ms_per_test"), "+.3f") if mode != "plain" else "",
                     _fmt(e["median_cpu_s"], ".2f"),
                     _fmt(_cpu_ratio(res, e), ".2f"),
@@ -250,7 +255,8 @@ def table(results: dict[str, Any], fmt: str = "simple") -> str:
                 ]
             )  # fmt: skip
     headers = [
-        "suite", "mode", "tests", "pass/fail/skip/err", "wall s", "x plain", "ms/test",
+        "suite", "mode", "tests", "pass/fail/skip/err", "wall s", "x plain", "paired x",
+        "ms/test",
         "cpu s", "cpu x plain", "peak RSS MB", "RSS x plain", "notes",
     ]  # fmt: skip
     text: str = tabulate(rows, headers=headers, tablefmt=fmt, disable_numparse=True)
