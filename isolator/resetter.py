@@ -228,14 +228,15 @@ class Resetter:
         """Tables whose state differs from the baseline: key -> (watches, extras)."""
         out: dict[str, tuple[list[int], tuple[list[int], ...]]] = {}
         # The scope's C-level pass names the tables that may differ; only those are walked.
-        maybe = {id(t) for t in self.reach.all().dirty_tables(self.files.defaults_written)}
+        defaults = self.files.defaults_written
+        maybe = set(self.reach.all().dirty_tables(defaults))  # tables hash by identity
         if not maybe:
             return out
         for key, t in self.tables.items():
-            if id(t) not in maybe:
+            if t not in maybe:
                 continue
             idx, _ = t.dirty_watches()
-            extras = t.dirty_extras()
+            extras = t.dirty_extras(defaults)
             if idx or any(extras):
                 out[key] = (idx, extras)
         return out
