@@ -16,6 +16,7 @@ import importlib
 import importlib.machinery
 import itertools
 import operator
+import os
 import sys
 import types
 from collections.abc import Callable
@@ -288,6 +289,9 @@ class UnloadedFinder:
         # For a project module: snapshot of its tracked state -> what puts it back (or None).
         self.snapshot: Callable[[types.ModuleType], Callable[[], None] | None] | None = None
         self._finding = False
+        # name -> (where the import system looked, the origin it found there): a module
+        # unloaded after most tests is found again without asking every finder each time.
+        self._found: dict[str, tuple[tuple[Any, ...], str]] = {}
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         if self._finding:
@@ -295,6 +299,15 @@ class UnloadedFinder:
         mod = self.cache.pop(name, None)
         if mod is None and not _importing():
             return None
+        if mod is not None:
+            where = _where(path)
+            found = self._found.get(name)
+            if (
+                found is not None
+                and found[0] == where
+                and found[1] == getattr(mod, "__file__", None)
+            ):
+                return self._reinstate(name, mod)
         spec = self._find_elsewhere(name, path, target)
         if mod is not None:
             # Reinstated only from where a new import would load it now (sys.path and the
@@ -308,12 +321,11 @@ class UnloadedFinder:
                 origin == getattr(old, "origin", None)
                 or (origin is not None and origin == getattr(mod, "__file__", None))
             ):
-                import importlib.util
-
-                fresh = self.fresh.get(name)
-                if fresh is not None and fresh[0] is not mod:
-                    fresh = None
-                return importlib.util.spec_from_loader(name, _Reinstate(mod, fresh))  # type: ignore[arg-type]
+                file = getattr(mod, "__file__", None)
+                if isinstance(file, str):
+                    self._found[name] = (where, file)
+                return self._reinstate(name, mod)
+            self._found.pop(name, None)
             self.fresh.pop(name, None)
         if spec is None:
             return None  # the import system asks the finders again, legacy ones too
@@ -322,6 +334,14 @@ class UnloadedFinder:
         if loader is not None and spec.has_location and hasattr(loader, "exec_module"):
             spec.loader = _Capture(loader, spec, self)
         return spec
+
+    def _reinstate(self, name: str, mod: types.ModuleType) -> Any:
+        import importlib.util
+
+        fresh = self.fresh.get(name)
+        if fresh is not None and fresh[0] is not mod:
+            fresh = None
+        return importlib.util.spec_from_loader(name, _Reinstate(mod, fresh))  # type: ignore[arg-type]
 
     def _find_elsewhere(self, name: str, path: Any, target: Any) -> Any:
         """The spec the finders after this one give, as the import system would ask them."""
@@ -339,7 +359,8 @@ class UnloadedFinder:
             self._finding = False
 
     def invalidate_caches(self) -> None:
-        pass
+        # importlib.invalidate_caches(): files may have appeared where imports look.
+        self._found.clear()
 
     def reinstatable(self, name: str, module: types.ModuleType, project: bool = False) -> bool:
         """Whether ``module`` may come back as itself; False: a new import executes it.
@@ -353,8 +374,27 @@ class UnloadedFinder:
     def clear(self) -> None:
         self.cache.clear()
         self.fresh.clear()
+        self._found.clear()
         self.probe = None
         self.snapshot = None
+
+
+def _where(path: Any) -> tuple[Any, ...]:
+    """Everything that decides where a new import of a name finds it, short of the files
+    themselves: the finders, the search path (relative entries: the cwd) and the package
+    path.  Files that tests create are put back by the file guard, and code that creates
+    importable files calls importlib.invalidate_caches(), which clears what was found."""
+    try:
+        cwd: str | None = os.getcwd()
+    except OSError:
+        cwd = None  # deleted: relative entries find nothing
+    return (
+        tuple(sys.meta_path),
+        tuple(sys.path_hooks),
+        tuple(sys.path),
+        None if path is None else tuple(path),
+        cwd,
+    )
 
 
 def _importing() -> bool:

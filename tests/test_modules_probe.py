@@ -322,3 +322,60 @@ def test_second():
     )
     result = _run(pytester, "--rootdir", str(proj), str(proj / "test_alias.py"))
     result.assert_outcomes(passed=2)
+
+
+def test_a_module_found_again_is_looked_up_again_when_where_imports_look_changes(
+    pytester: pytest.Pytester,
+) -> None:
+    # A module unloaded after each test comes back without asking every finder again, as
+    # long as nothing that decides where an import finds it has changed: a directory put
+    # first on sys.path, or a new file announced with importlib.invalidate_caches(), sends
+    # the import to the finders (a module seen shadowed is executed again, as in a fresh
+    # process).
+    lib = pytester.mkdir("lib")
+    (lib / "shadowed.py").write_text(
+        "import sys\nNAME = 'lib'\nsys.shadowed_runs = getattr(sys, 'shadowed_runs', 0) + 1\n"
+    )
+    shadow = pytester.mkdir("shadow")
+    (shadow / "shadowed.py").write_text("NAME = 'shadow'\n")
+    early = pytester.mkdir("early")
+    pytester.makeconftest(f"import sys\nsys.path[:0] = [{str(early)!r}, {str(lib)!r}]\n")
+    pytester.makepyfile(
+        test_where=f"""
+import importlib
+import sys
+
+def test_first():
+    import shadowed
+    assert shadowed.NAME == "lib" and sys.shadowed_runs == 1
+
+def test_comes_back():
+    import shadowed
+    assert shadowed.NAME == "lib" and sys.shadowed_runs == 1
+
+def test_a_new_file_where_imports_look_first():
+    with open({str(early / "shadowed.py")!r}, "w") as f:
+        f.write("NAME = 'new'\\n")
+    importlib.invalidate_caches()
+    import shadowed
+    assert shadowed.NAME == "new"
+
+def test_the_file_is_gone_and_the_module_comes_back():
+    import shadowed
+    assert shadowed.NAME == "lib"
+
+def test_comes_back_as_it_was():
+    import shadowed
+    assert shadowed.NAME == "lib"
+
+def test_a_directory_first_on_the_path():
+    sys.path.insert(0, {str(shadow)!r})
+    import shadowed
+    assert shadowed.NAME == "shadow"
+
+def test_comes_back_again():
+    import shadowed
+    assert shadowed.NAME == "lib"
+"""
+    )
+    _run(pytester, "-v").assert_outcomes(passed=7)
