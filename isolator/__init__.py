@@ -6,14 +6,17 @@ process; nothing here has assertions to rewrite.
 
 from __future__ import annotations
 
-from isolator._types import (
-    AccessLog,
-    Cleaners,
-    Dependency,
-    DependencyGraph,
-    ResetPlan,
-    StateSite,
-)
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from isolator._types import (
+        AccessLog,
+        Cleaners,
+        Dependency,
+        DependencyGraph,
+        ResetPlan,
+        StateSite,
+    )
 
 __version__ = "0.1.0"
 
@@ -26,3 +29,13 @@ __all__ = [
     "StateSite",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The data types are imported on first use: pytest imports this package in every run
+    # of a project that has isolator installed, most of them not using it.
+    if name in __all__ and name != "__version__":
+        from isolator import _types
+
+        return getattr(_types, name)
+    raise AttributeError(f"module 'isolator' has no attribute {name!r}")

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any, Final
 import pytest
 
 from isolator._store import DEPS_FILE, StoreError, load_graph, store_dir
-from isolator._types import DependencyGraph, NodeId
 
 if TYPE_CHECKING:
     from isolator import scheduler
+    from isolator._types import DependencyGraph, NodeId
 
 PLUGIN_NAME: Final = "isolator-sched"
 CORE_NAME: Final = "isolator-core"
@@ -149,6 +149,8 @@ class SchedPlugin:
             data = self.workerinput[WORKERINPUT_KEY]
             self.graph_json = data.get("graph")
             if self.graph_json is not None:
+                from isolator._types import DependencyGraph
+
                 self.graph = DependencyGraph.from_json(self.graph_json)
             if data.get("changed") is not None:
                 self.changed_files = {Path(p) for p in data["changed"]}

@@ -7,9 +7,10 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from isolator._types import DependencyGraph
+if TYPE_CHECKING:
+    from isolator._types import DependencyGraph
 
 STORE_DIR = ".isolator"
 DEPS_FILE = "deps.json"
@@ -57,6 +58,8 @@ def read_json(path: str | os.PathLike[str]) -> Any:
 
 
 def load_graph(rootdir: str | os.PathLike[str]) -> DependencyGraph:
+    from isolator._types import DependencyGraph
+
     path = store_dir(rootdir) / DEPS_FILE
     data = read_json(path)
     try:

@@ -15,16 +15,21 @@ import sys
 import tempfile
 import time
 from collections.abc import Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from isolator import _config
-from isolator._files import FileGuard
-from isolator._fork import CAN_FORK, ForkRunner
 from isolator._store import STORE_DIR, StoreError, read_json, write_json_atomic
-from isolator._types import AccessLog, ResetPlan
-from isolator.resetter import Resetter
+
+# The resetter and its machinery are imported when a session starts resetting: pytest
+# loads this plugin in every run of a project that has isolator installed, and a run
+# that does not use it should not pay for importing it.
+if TYPE_CHECKING:
+    from isolator._files import FileGuard
+    from isolator._fork import ForkRunner
+    from isolator._types import AccessLog, ResetPlan
+    from isolator.resetter import Resetter
 
 _dumps = json.dumps  # our own reference: a test may monkeypatch json.dumps
 
@@ -38,8 +43,8 @@ pytest_plugins = [
 MODES = ("none", "minimal", "full", "fork")
 # Per-test records in item.stash: the net writes of a test that left state behind, and
 # the reset plan of a test with state isolator could not restore; absent otherwise.
-ACCESS_KEY = pytest.StashKey[AccessLog]()
-RESET_KEY = pytest.StashKey[ResetPlan]()
+ACCESS_KEY: pytest.StashKey[AccessLog] = pytest.StashKey()
+RESET_KEY: pytest.StashKey[ResetPlan] = pytest.StashKey()
 FORK_FILE = "fork.json"
 
 
@@ -90,6 +95,12 @@ def pytest_configure(config: pytest.Config) -> None:
     mode = config.getoption("isolator_reset") or settings.reset
     if mode is None:
         mode = "minimal" if _asked_for(config) else "none"
+    if mode != "none":
+        # Imported now, not when the tests start: the allocations of an import after
+        # collection would bring on a garbage collection that a plain run does not have.
+        import isolator._fork
+        import isolator._types
+        import isolator.resetter  # noqa: F401
     core = IsolatorPlugin(config, mode, settings)
     config.pluginmanager.register(core, "isolator-core")
 
@@ -115,7 +126,7 @@ class IsolatorPlugin:
         self.forked: dict[str, str] = {}
         self.fork_plan: dict[str, str] = {}
         self.fork_reasons: dict[str, str] = {}
-        self.forks = ForkRunner()
+        self.forks: ForkRunner | None = None  # when the session starts resetting
         self.scoped: set[int] = set()
         self.recovered: list[str] = []
         self.store = config.rootpath / STORE_DIR
@@ -177,6 +188,8 @@ class IsolatorPlugin:
 
     def _start(self, session: pytest.Session) -> None:
         from isolator._files import recover_journal
+        from isolator._fork import CAN_FORK, ForkRunner
+        from isolator.resetter import Resetter
 
         backup = str(self.store / "cow" / str(os.getpid()))
         self.recovered = _recover_dead_journals(self.store / "cow")
@@ -222,6 +235,8 @@ class IsolatorPlugin:
         self.active = True
         self.forked = self._load_forks()
         self.fork_plan = self._fork_plan(session.items)
+        if CAN_FORK:
+            self.forks = ForkRunner()
         if made is None and self.fork_plan and CAN_FORK:
             # Forked children must share one directory, made here, not one each.
             self.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
@@ -257,11 +272,12 @@ class IsolatorPlugin:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> object:
-        if not self.active or not CAN_FORK:
+        forks = self.forks
+        if not self.active or forks is None:
             return None
         why = self.fork_plan.get(item.nodeid)
         if not why:
-            if not self.forks.chained:
+            if not forks.chained:
                 return None
             # The previous test kept its state for this one, in a forked child: run there.
             why = "state-setter chain of a forked test"
@@ -271,41 +287,12 @@ class IsolatorPlugin:
         r = self.resetter
         assert r is not None
         keep = item.nodeid in self.keep_state_after
-        for rep in self.forks.run(item, nextitem, keep, r.begin_test, r.restore_files):
+        for rep in forks.run(item, nextitem, keep, r.begin_test, r.restore_files):
             ihook.pytest_runtest_logreport(report=rep)
         ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
         if item.session.shouldfail or item.session.shouldstop:
-            self.forks.close()  # -x: the rest of the chain will not run
+            forks.close()  # -x: the rest of the chain will not run
         return True
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_fixture_setup(
-        self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
-    ) -> Generator[None, object, object]:
-        r = self.resetter
-        if not self.active or r is None or fixturedef.scope == "function":
-            return (yield)
-        from isolator import _modules
-
-        t0 = time.perf_counter()
-        marks = (len(_modules.LOG.entries), len(r.files.order))
-        pre = r.probe_diffs()
-        self.overhead += time.perf_counter() - t0
-        try:
-            return (yield)
-        finally:
-            t0 = time.perf_counter()
-            if r.push_scope(id(fixturedef), *marks, pre):
-                self.scoped.add(id(fixturedef))
-            self.overhead += time.perf_counter() - t0
-
-    def pytest_fixture_post_finalizer(
-        self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
-    ) -> None:
-        key = id(fixturedef)
-        if key in self.scoped and self.resetter is not None:
-            self.scoped.discard(key)
-            self.resetter.pop_scope(key)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self._results is None:
@@ -337,6 +324,8 @@ class IsolatorPlugin:
 
     def reset_now(self) -> ResetPlan:
         """Restore everything that differs from the baseline now (between test sequences)."""
+        from isolator._types import ResetPlan
+
         r = self.resetter
         if r is None:
             return ResetPlan(nodeid="")
@@ -406,6 +395,8 @@ def _wrap_protocol(
                 self.unrestorable.setdefault(item.nodeid, []).extend(out.unrestorable)
             # Only tests that left something behind get records: a record per clean test
             # would be thousands of long-lived objects for the cyclic GC to walk.
+            if out.writes or out.unrestorable:
+                from isolator._types import AccessLog, ResetPlan
             if out.writes:
                 item.stash[ACCESS_KEY] = AccessLog(
                     nodeid=item.nodeid, writes=dict.fromkeys(out.writes, "")
@@ -429,8 +420,10 @@ def _module_of(cache: dict[int, tuple[object, Any]], item: pytest.Item) -> Any:
     return mod
 
 
-# The core already implements pytest_runtest_protocol (the fork path); the wrapper around
-# every test is a second small plugin object, as a class holds one attribute of a name.
+# The hooks that run around every test and every fixture, registered only in a session
+# that resets (a run without isolator's resets pays for none of them).  The core already
+# implements pytest_runtest_protocol (the fork path); the wrapper around every test is on
+# this second object, as a class holds one attribute of a name.
 class _ProtocolWrapper:
     def __init__(self, core: IsolatorPlugin):
         self.core = core
@@ -440,6 +433,37 @@ class _ProtocolWrapper:
         self, item: pytest.Item, nextitem: pytest.Item | None
     ) -> Generator[None, object, object]:
         return (yield from _wrap_protocol(self.core, item, nextitem))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(
+        self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
+    ) -> Generator[None, object, object]:
+        core = self.core
+        r = core.resetter
+        if not core.active or r is None or fixturedef.scope == "function":
+            return (yield)
+        from isolator import _modules
+
+        t0 = time.perf_counter()
+        marks = (len(_modules.LOG.entries), len(r.files.order))
+        pre = r.probe_diffs()
+        core.overhead += time.perf_counter() - t0
+        try:
+            return (yield)
+        finally:
+            t0 = time.perf_counter()
+            if r.push_scope(id(fixturedef), *marks, pre):
+                core.scoped.add(id(fixturedef))
+            core.overhead += time.perf_counter() - t0
+
+    def pytest_fixture_post_finalizer(
+        self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
+    ) -> None:
+        core = self.core
+        key = id(fixturedef)
+        if key in core.scoped and core.resetter is not None:
+            core.scoped.discard(key)
+            core.resetter.pop_scope(key)
 
 
 @pytest.hookimpl(trylast=True)
