@@ -102,8 +102,22 @@ _SKIP_NAMES: Final = frozenset(
 )
 
 
+def _has_static(obj: object, name: str) -> bool:
+    """Whether ``obj`` has attribute ``name``, found without running any of its code: no
+    ``__getattr__`` (a mock would grow a child, a proxy raise outside its context, a
+    mark generator warn), no property."""
+    for cls in type(obj).__mro__:
+        if name in cls.__dict__:
+            return True
+    try:
+        d = object.__getattribute__(obj, "__dict__")
+    except Exception:
+        return False
+    return isinstance(d, dict) and name in d
+
+
 def _is_lru_cache(obj: object) -> bool:
-    return callable(obj) and hasattr(obj, "cache_info") and hasattr(obj, "cache_clear")
+    return callable(obj) and _has_static(obj, "cache_info") and _has_static(obj, "cache_clear")
 
 
 class Unrestorable:
@@ -132,7 +146,7 @@ def _opaque_fingerprint(obj: object) -> Callable[[object], object] | None:
         return gen_fp
     if hasattr(type(obj), "__length_hint__") and hasattr(type(obj), "__next__"):
         return operator.length_hint
-    if hasattr(obj, "locked") and callable(obj.locked):
+    if callable(getattr(type(obj), "locked", None)):
         return lambda o: o.locked()  # type: ignore[attr-defined]
     if hasattr(type(obj), "__next__"):
         # itertools.count and friends show their position in their repr.
@@ -160,6 +174,8 @@ class StateTable:
         self.opaque: list[Unrestorable] = []
         self.opaque_fps: list[object] = []
         self.truncated: list[str] = []  # sites not fully watched because they are too large
+        # (site, why): values whose walk raised (their own code ran and failed); not watched
+        self.unwalkable: list[tuple[str, str]] = []
         self._seen: set[int] = set() if seen is None else seen
         self._keepalive: list[object] = []
         self.modname = ""
@@ -209,7 +225,24 @@ class StateTable:
         for key, value in list(mdict.items()):
             if key in _SKIP_NAMES or key in imported or isinstance(value, _SKIP_GLOBALS):
                 continue
-            self._walk(f"{name}:{key}", value, name, project_prefixes, 0, budget)
+            self._walk_guarded(f"{name}:{key}", value, name, project_prefixes, 0, budget)
+
+    def _walk_guarded(
+        self,
+        site: str,
+        value: Any,
+        modname: str,
+        prefixes: tuple[str, ...],
+        depth: int,
+        budget: list[int],
+    ) -> None:
+        """Walk one value; code of the project's objects that runs during the walk (an
+        ``__iter__``, a ``__repr__``, a warning turned into an error) may raise: what was
+        watched before that stays watched, and the site is reported."""
+        try:
+            self._walk(site, value, modname, prefixes, depth, budget)
+        except Exception as exc:
+            self.unwalkable.append((site, f"{type(exc).__name__}: {exc}"[:200]))
 
     def _watch(self, site: str, live: Any, snap: Any, kind: int, owner: Any) -> None:
         self.depths.append(self._depth)
@@ -323,7 +356,7 @@ class StateTable:
             # Instances of library classes (loggers, sessions, compiled objects) are the
             # library's state; following them would watch half the interpreter.
             fp = _opaque_fingerprint(value)
-            if fp is not None and not hasattr(value, "__dict__"):
+            if fp is not None and not _has_static(value, "__dict__"):
                 self._add_opaque(site, value, fp)
             return
         if depth > _MAX_INSTANCE_DEPTH:
@@ -461,7 +494,7 @@ class StateTable:
             for n, d in enumerate(fn.__defaults__ or ()):
                 fresh.append((f"{site}.__defaults__[{n}]", d, 1))
         for site, value, depth in fresh:
-            self._walk(site, value, self.modname, prefixes, depth, budget)
+            self._walk_guarded(site, value, self.modname, prefixes, depth, budget)
         self.vidx = None
 
     def split(self) -> None:

@@ -50,6 +50,14 @@ def write_summary(core: IsolatorPlugin, tr: Any) -> None:
             f"ran {len(core.fork_reasons)} test(s) in a forked child: "
             + ", ".join(f"{why} ({n})" for why, n in reasons.most_common(_TOP))
         )
+    unwalkable = [u for t in r.tables.values() for u in t.unwalkable]
+    if unwalkable:
+        tr.write_line(
+            f"{len(unwalkable)} object(s) not watched, their code failed when looked at "
+            "(changes to them are not reset): "
+            + ", ".join(f"{site} ({why})" for site, why in unwalkable[:_TOP]),
+            yellow=True,
+        )
     truncated = [s for t in r.tables.values() for s in t.truncated]
     if truncated:
         tr.write_line(

@@ -610,3 +610,49 @@ def test_next_module():
         "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal"
     )
     result.assert_outcomes(passed=3)
+
+
+def test_objects_whose_code_fails_when_looked_at_do_not_stop_the_baseline(
+    pytester: pytest.Pytester,
+) -> None:
+    # The baseline walk must not run objects' own code it can avoid (a proxy's
+    # __getattr__ raising outside its context, pytest.mark warning about an unknown mark
+    # under `-W error`, a mock growing children), and code it must run (a dict subclass's
+    # items()) may fail: that object is reported, everything else is still isolated.
+    pytester.makeini("[pytest]\nfilterwarnings = error\n")
+    pytester.makepyfile(
+        test_proxy="""
+        from pytest import mark
+        from unittest import mock
+
+        class Proxy:
+            def __getattr__(self, name):
+                raise RuntimeError("working outside of a request context")
+
+        Proxy.__module__ = "somelib.local"
+        request = Proxy()
+        M = mock.Mock()
+
+        class BadItems(dict):
+            def items(self):
+                raise RuntimeError("no items")
+
+        BI = BadItems(a=[1])
+        STATE = []
+
+        def test_pollutes():
+            STATE.append(1)
+
+        def test_victim():
+            assert STATE == []
+            assert not {"locked", "cache_info", "cache_clear"} & set(dir(M))
+        """
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal"
+    )
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["*1 object(s) not watched*test_proxy:BI (RuntimeError: no items)*"]
+    )
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
