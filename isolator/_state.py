@@ -176,6 +176,7 @@ class StateTable:
         self.truncated: list[str] = []  # sites not fully watched because they are too large
         # (site, why): values whose walk raised (their own code ran and failed); not watched
         self.unwalkable: list[tuple[str, str]] = []
+        self._site_set: tuple[int, set[str]] | None = None
         self._seen: set[int] = set() if seen is None else seen
         self._keepalive: list[object] = []
         self.modname = ""
@@ -243,6 +244,13 @@ class StateTable:
             self._walk(site, value, modname, prefixes, depth, budget)
         except Exception as exc:
             self.unwalkable.append((site, f"{type(exc).__name__}: {exc}"[:200]))
+
+    def site_set(self) -> set[str]:
+        """The watched sites, as a set (rebuilt when watches were added)."""
+        cached = self._site_set
+        if cached is None or cached[0] != len(self.sites):
+            cached = self._site_set = (len(self.sites), set(self.sites))
+        return cached[1]
 
     def _watch(self, site: str, live: Any, snap: Any, kind: int, owner: Any) -> None:
         self.depths.append(self._depth)

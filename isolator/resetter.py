@@ -85,6 +85,32 @@ def _length(obj: object) -> int:
         return -1
 
 
+def _owner(t: StateTable, site: str) -> str:
+    """The site of the object that holds ``site``'s container (``m:a.b`` for ``m:a.b._map``
+    or ``m:a.b['k']``): the longest prefix of ``site`` that the table watches, cut at an
+    attribute dot or a key bracket (keys may hold either); else the module, ``m:``."""
+    sites = t.site_set()
+    module_end = site.find(":") + 1
+    for pos in range(len(site) - 1, module_end, -1):
+        if site[pos] in ".[" and site[:pos] in sites:
+            return site[:pos]
+    return site[:module_end]
+
+
+def _dirty_sibling(t: StateTable, i: int, idx: list[int], extras: tuple[list[int], ...]) -> bool:
+    """Whether the test also changed another part of the object that holds watch ``i``
+    (an LRU cache's queue beside its dict, a hit counter beside a memo): entries added to
+    the dict are kept only when nothing beside them changed, since the rest is reset."""
+    owner = _owner(t, t.sites[i])
+    sites = [t.sites[j] for j in idx if j != i]
+    caches, cells, defaults, opaque = extras
+    sites += [t.caches[j][0] for j in caches] + [t.cells[j][0] for j in cells]
+    sites += [t.defaults[j][0] for j in defaults] + [t.opaque[j].site for j in opaque]
+    if owner.endswith(":"):
+        return any(s.startswith(owner) for s in sites)
+    return any(s == owner or s.startswith((owner + ".", owner + "[")) for s in sites)
+
+
 class Resetter:
     """Baseline keeper for one session (see the module docstring)."""
 
@@ -365,8 +391,14 @@ class Resetter:
         caches, cells, defaults, opaque = t.dirty_extras(check_defaults)
         if not (idx or caches or cells or defaults or opaque):
             return
+        memo_ok = self.learn_memo or self.keep
         for i in idx:
-            if t.kinds[i] == DICT and (self.learn_memo or self.keep) and self._keep_memo(t, i):
+            if (
+                memo_ok
+                and t.kinds[i] == DICT
+                and not _dirty_sibling(t, i, idx, (caches, cells, defaults, opaque))
+                and self._keep_memo(t, i)
+            ):
                 continue
             sites = t.changed_sites(i)
             out.writes += sites

@@ -656,3 +656,64 @@ def test_objects_whose_code_fails_when_looked_at_do_not_stop_the_baseline(
         ["*1 object(s) not watched*test_proxy:BI (RuntimeError: no items)*"]
     )
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+def test_memo_entries_are_kept_only_when_nothing_beside_them_changed(
+    pytester: pytest.Pytester,
+) -> None:
+    # An LRU cache holds a dict and a queue of its keys.  Keeping the dict's new entry
+    # (recomputed the same after a reset) while resetting the queue beside it would leave
+    # the two out of step (jinja2's LRUCache: IndexError from its deque).  A memo dict
+    # that changes alone is still kept.
+    pytester.makepyfile(
+        test_lru="""
+        import collections
+
+        class LRU:
+            def __init__(self):
+                self.mapping, self.queue = {}, collections.deque()
+
+            def get(self, key):
+                if key in self.mapping:
+                    self.queue.remove(key)
+                    self.queue.append(key)
+                    return self.mapping[key]
+                self.queue.append(key)
+                value = self.mapping[key] = key.upper()
+                return value
+
+        cache = LRU()
+
+        def test_1():
+            assert cache.get("a") == "A" and list(cache.queue) == ["a"]
+
+        def test_2():
+            assert cache.get("a") == "A" and list(cache.queue) == ["a"]
+
+        def test_3():
+            assert cache.get("a") == "A" and list(cache.queue) == ["a"]
+        """,
+        test_memo="""
+        MEMO = {}
+
+        def memo(key):
+            if key not in MEMO:
+                MEMO[key] = [key] * 3
+            return MEMO[key]
+
+        def test_1():
+            assert memo("x") == ["x"] * 3
+
+        def test_2():
+            assert memo("x") == ["x"] * 3
+
+        def test_3():
+            assert memo("x") == ["x"] * 3
+        """,
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal"
+    )
+    result.assert_outcomes(passed=6)
+    assert "kept 1 memo entry" in result.stdout.str()
+    assert "(learn_memo): test_memo:MEMO['x']\n" in result.stdout.str()
