@@ -19,6 +19,7 @@ import operator
 import os
 import sys
 import types
+import weakref
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -142,11 +143,60 @@ def is_extension(mod: object) -> bool:
     return isinstance(origin, str) and origin.endswith(_EXT_SUFFIXES)
 
 
-# A module's first import while isolator runs: (the module, its namespace when its execution
-# ended, the names its execution added to sys.modules in order, whether that execution had
-# no effect outside the module that a reset would undo, and for a project module what puts
-# its tracked state back as it was then, else None).
-_Fresh = tuple[types.ModuleType, dict[str, Any], list[str], bool, Callable[[], None] | None]
+# A module's first import while isolator runs: (its namespace when its execution ended, the
+# names its execution added to sys.modules in order, whether that execution had no effect
+# outside the module that a reset would undo, and for a project module what puts its
+# tracked state back as it was then, else None).
+_Fresh = tuple[dict[str, Any], list[str], bool, Callable[[], None] | None]
+
+
+_FIRST_IMPORT: Final = "_isolator_first_import"
+
+
+class _FirstImports:
+    """Each module's first import (``_Fresh``), held by the module's own spec and loader
+    (attributes of those objects), so that it lives exactly as long as the module: the
+    namespace copy may lead back to the module (a template's functions -> their globals ->
+    the environment -> the loader -> the module), and a module that a test unloads and
+    drops itself must still be collectable, as without isolator.  The loader holds it too
+    when it serves only that module: an import under another name (six.moves) rebinds the
+    module's ``__spec__``, not its ``__loader__``."""
+
+    def __init__(self) -> None:
+        self._holders: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    def put(self, module: types.ModuleType, spec: Any, loader: Any, fresh: _Fresh) -> None:
+        entry = (weakref.ref(module), fresh)
+        holders = [spec]
+        if getattr(loader, "name", None) == getattr(spec, "name", ""):
+            holders.append(loader)
+        for holder in holders:
+            try:
+                setattr(holder, _FIRST_IMPORT, entry)
+                self._holders.add(holder)
+            except (AttributeError, TypeError):
+                pass  # no __dict__ or no weak references: the module is executed again
+
+    def get(self, module: types.ModuleType) -> _Fresh | None:
+        d = module.__dict__
+        for holder in (d.get("__spec__"), d.get("__loader__")):
+            entry = getattr(holder, "__dict__", {}).get(_FIRST_IMPORT)
+            if entry is not None and entry[0]() is module:
+                return entry[1]  # type: ignore[no-any-return]
+        return None
+
+    def forget(self, module: types.ModuleType) -> None:
+        d = module.__dict__
+        for holder in (d.get("__spec__"), d.get("__loader__")):
+            hd = getattr(holder, "__dict__", {})
+            entry = hd.get(_FIRST_IMPORT)
+            if entry is not None and entry[0]() is module:
+                del hd[_FIRST_IMPORT]
+
+    def clear(self) -> None:
+        for holder in list(self._holders):
+            getattr(holder, "__dict__", {}).pop(_FIRST_IMPORT, None)
+        self._holders = weakref.WeakSet()
 
 
 class _Reinstate:
@@ -168,11 +218,11 @@ class _Reinstate:
         if fresh is not None:
             d = module.__dict__
             d.clear()
-            d.update(fresh[1])
-            if fresh[4] is not None:
-                fresh[4]()  # a project module's containers, emptied or refilled in place
+            d.update(fresh[0])
+            if fresh[3] is not None:
+                fresh[3]()  # a project module's containers, emptied or refilled in place
             mods = sys.modules
-            for name in fresh[2]:
+            for name in fresh[1]:
                 if name not in mods:
                     try:
                         importlib.import_module(name)
@@ -244,7 +294,7 @@ class _Capture:
         )
         snapshot = self.finder.snapshot
         state = snapshot(module) if pure and snapshot is not None else None
-        self.finder.fresh[self.spec.name] = (module, dict(d), imported, pure, state)
+        self.finder.fresh.put(module, self.spec, loader, (dict(d), imported, pure, state))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.loader, name)
@@ -284,7 +334,7 @@ class UnloadedFinder:
 
     def __init__(self) -> None:
         self.cache: dict[str, types.ModuleType] = {}
-        self.fresh: dict[str, _Fresh] = {}
+        self.fresh = _FirstImports()
         self.probe: Callable[[], Any] | None = None  # the resetter's process probes
         # For a project module: snapshot of its tracked state -> what puts it back (or None).
         self.snapshot: Callable[[types.ModuleType], Callable[[], None] | None] | None = None
@@ -326,7 +376,7 @@ class UnloadedFinder:
                     self._found[name] = (where, file)
                 return self._reinstate(name, mod)
             self._found.pop(name, None)
-            self.fresh.pop(name, None)
+            self.fresh.forget(mod)
         if spec is None:
             return None  # the import system asks the finders again, legacy ones too
         loader = spec.loader
@@ -338,9 +388,7 @@ class UnloadedFinder:
     def _reinstate(self, name: str, mod: types.ModuleType) -> Any:
         import importlib.util
 
-        fresh = self.fresh.get(name)
-        if fresh is not None and fresh[0] is not mod:
-            fresh = None
+        fresh = self.fresh.get(mod)
         return importlib.util.spec_from_loader(name, _Reinstate(mod, fresh))  # type: ignore[arg-type]
 
     def _find_elsewhere(self, name: str, path: Any, target: Any) -> Any:
@@ -366,10 +414,10 @@ class UnloadedFinder:
         """Whether ``module`` may come back as itself; False: a new import executes it.
         A library module whose import was not seen here comes back as it is; a project
         module only with a snapshot of its state from right after a pure import."""
-        fresh = self.fresh.get(name)
-        if fresh is None or fresh[0] is not module:
+        fresh = self.fresh.get(module)
+        if fresh is None:
             return not project
-        return fresh[3] and (not project or fresh[4] is not None)
+        return fresh[2] and (not project or fresh[3] is not None)
 
     def clear(self) -> None:
         self.cache.clear()

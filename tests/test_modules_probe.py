@@ -379,3 +379,36 @@ def test_comes_back_again():
 """
     )
     _run(pytester, "-v").assert_outcomes(passed=7)
+
+
+def test_a_module_a_test_unloads_and_drops_is_collected(pytester: pytest.Pytester) -> None:
+    # isolator keeps each module's first import to bring it back after an unload; that
+    # must not keep alive a module the test itself took out of sys.modules, also when its
+    # namespace leads back to it (jinja2's template modules: functions -> globals -> the
+    # environment -> the loader -> the module).
+    lib = pytester.mkdir("lib")
+    (lib / "plain_mod.py").write_text("X = [1]\n")
+    (lib / "selfref_mod.py").write_text("import sys\nME = [sys.modules[__name__]]\n")
+    pytester.makepyfile(
+        test_drop=f"""
+        import gc
+        import sys
+        import weakref
+
+        sys.path.insert(0, {str(lib)!r})
+
+        def _import_and_drop(name):
+            module = __import__(name)
+            ref = weakref.ref(module)
+            del sys.modules[name], module
+            gc.collect()
+            return ref
+
+        def test_plain_module():
+            assert _import_and_drop("plain_mod")() is None
+
+        def test_module_reaching_itself():
+            assert _import_and_drop("selfref_mod")() is None
+        """
+    )
+    _run(pytester, "-v").assert_outcomes(passed=2)
