@@ -146,8 +146,9 @@ def is_extension(mod: object) -> bool:
 # A module's first import while isolator runs: (its namespace when its execution ended, the
 # names its execution added to sys.modules in order, whether that execution had no effect
 # outside the module that a reset would undo, and for a project module what puts its
-# tracked state back as it was then, else None).
-_Fresh = tuple[dict[str, Any], list[str], bool, Callable[[], None] | None]
+# tracked state back as it was then, else None; and the (mtime, size) of the file it was
+# executed from: a file rewritten since is executed again, as a new process would).
+_Fresh = tuple[dict[str, Any], list[str], bool, Callable[[], None] | None, tuple[int, int] | None]
 
 
 _FIRST_IMPORT: Final = "_isolator_first_import"
@@ -294,7 +295,8 @@ class _Capture:
         )
         snapshot = self.finder.snapshot
         state = snapshot(module) if pure and snapshot is not None else None
-        self.finder.fresh.put(module, self.spec, loader, (dict(d), imported, pure, state))
+        fresh = (dict(d), imported, pure, state, _stamp(self.spec.origin))
+        self.finder.fresh.put(module, self.spec, loader, fresh)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.loader, name)
@@ -349,6 +351,10 @@ class UnloadedFinder:
         mod = self.cache.pop(name, None)
         if mod is None and not _importing():
             return None
+        if mod is not None and self._rewritten(mod):
+            self._found.pop(name, None)
+            self.fresh.forget(mod)
+            mod = None
         if mod is not None:
             where = _where(path)
             found = self._found.get(name)
@@ -384,6 +390,13 @@ class UnloadedFinder:
         if loader is not None and spec.has_location and hasattr(loader, "exec_module"):
             spec.loader = _Capture(loader, spec, self)
         return spec
+
+    def _rewritten(self, mod: types.ModuleType) -> bool:
+        """Whether the file the module's first import executed has changed since."""
+        fresh = self.fresh.get(mod)
+        if fresh is None or fresh[4] is None:
+            return False
+        return _stamp(getattr(mod, "__file__", None)) != fresh[4]
 
     def _reinstate(self, name: str, mod: types.ModuleType) -> Any:
         import importlib.util
@@ -425,6 +438,16 @@ class UnloadedFinder:
         self._found.clear()
         self.probe = None
         self.snapshot = None
+
+
+def _stamp(path: object) -> tuple[int, int] | None:
+    if not isinstance(path, str):
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
 
 
 def _where(path: Any) -> tuple[Any, ...]:

@@ -412,3 +412,30 @@ def test_a_module_a_test_unloads_and_drops_is_collected(pytester: pytest.Pyteste
         """
     )
     _run(pytester, "-v").assert_outcomes(passed=2)
+
+
+def test_a_module_whose_file_was_rewritten_is_executed_again(pytester: pytest.Pytester) -> None:
+    # Tests that generate a module's source and import it: after an unload, a module comes
+    # back as its first import left it only while its file is unchanged.
+    gen = pytester.mkdir("gen")
+    pytester.makepyfile(
+        test_gen=f"""
+        import importlib
+        import sys
+
+        def _load(source):
+            with open({str(gen / "genmod.py")!r}, "w") as f:
+                f.write(source)
+            sys.path.insert(0, {str(gen)!r})
+            importlib.invalidate_caches()
+            import genmod
+            return genmod.VALUE
+
+        def test_first():
+            assert _load("VALUE = 'first'\\n") == "first"
+
+        def test_second():
+            assert _load("VALUE = 'second, longer'\\n") == "second, longer"
+        """
+    )
+    _run(pytester, "-v").assert_outcomes(passed=2)
