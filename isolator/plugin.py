@@ -98,7 +98,6 @@ def pytest_configure(config: pytest.Config) -> None:
     if mode != "none":
         # Imported now, not when the tests start: the allocations of an import after
         # collection would bring on a garbage collection that a plain run does not have.
-        import isolator._fork
         import isolator._types
         import isolator.resetter  # noqa: F401
     core = IsolatorPlugin(config, mode, settings)
@@ -188,7 +187,6 @@ class IsolatorPlugin:
 
     def _start(self, session: pytest.Session) -> None:
         from isolator._files import recover_journal
-        from isolator._fork import CAN_FORK, ForkRunner
         from isolator.resetter import Resetter
 
         backup = str(self.store / "cow" / str(os.getpid()))
@@ -235,9 +233,14 @@ class IsolatorPlugin:
         self.active = True
         self.forked = self._load_forks()
         self.fork_plan = self._fork_plan(session.items)
-        if CAN_FORK:
+        can_fork = hasattr(os, "fork")
+        if self.fork_plan and can_fork:
+            # Only a session with tests to fork needs the fork runner (nothing else can
+            # start a chain in a child).
+            from isolator._fork import ForkRunner
+
             self.forks = ForkRunner()
-        if made is None and self.fork_plan and CAN_FORK:
+        if made is None and self.fork_plan and can_fork:
             # Forked children must share one directory, made here, not one each.
             self.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
 
