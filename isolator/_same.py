@@ -30,15 +30,19 @@ and dict keys must still agree everywhere.  The work is bounded by a node budget
 from __future__ import annotations
 
 import collections
+import gc
 import heapq
+import operator
+import sys
 import types
 from collections import deque
+from collections.abc import Iterable, Iterator
+from itertools import chain, repeat
 from typing import Any, Final
 
 from isolator._state import _slot_names
 
 _ATOMS: Final = (int, float, complex, str, bytes, bool, type(None))
-_ATOM_TYPES: Final = frozenset(_ATOMS)
 # Compared by identity only: code and types are never rebuilt by a memoised computation.
 _IDENTITY: Final = (
     type,
@@ -51,9 +55,21 @@ _IDENTITY: Final = (
     types.GetSetDescriptorType,
     types.MemberDescriptorType,
 )
+_CONTAINERS: Final = frozenset({dict, list, tuple, set, frozenset})
+# What an object's type makes the check do with it, found once per type (_Matcher.kind).
+_ATOM, _IDENT, _OBJECT, _OBJECT_DICT, _LEAF, _METHOD, _DICT, _LIST, _TUPLE, _SET = range(10)
+_SUBCLASS: Final = 16  # added to a container's kind: its __dict__ and __slots__ pair too
+# Built-in types whose own ``__getattribute__`` answers ``__class__`` with the type.
+_HONEST: Final = frozenset({object, type, types.MethodType, *_ATOMS, *_CONTAINERS, *_IDENTITY})
+# Identities as ints.  ``id()`` raises an audit event ("builtins.id"): with a Python audit
+# hook installed (isolator's file journal, during every run) each call runs Python code,
+# which made a check of a parso grammar 2.5 times as slow in a run as alone.  CPython's
+# object hash is the address rotated: as unique among live objects, and not audited.
+_addr: Final = object.__hash__ if sys.implementation.name == "cpython" else id
 _BUDGET: Final = 400_000
 _SIG_DEPTH: Final = 40
 _MISSING: Final = object()
+_key: Final = operator.itemgetter(0)  # of a dict item
 # Tiers of open groups (sets, lists, dict items left to pair), settled in this order.
 _FRESH, _WAITING, _ALIKE = 0, 1, 2
 _HEAPTYPE: Final = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class defined by a class statement
@@ -67,12 +83,19 @@ def same_value(a: object, b: object, budget: int = _BUDGET) -> bool:
     """Whether ``a`` and ``b`` are isomorphic object graphs (see the module docstring)."""
     if a is b:
         return True
+    # A tuple per pair made: the collections that would set off (traversing a freshly
+    # computed value and the maps again and again) cost a few percent of a check in a run.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         return _Matcher(budget).run(a, b)
     except _NotSame:
         return False
     except Exception:  # a broken __eq__, __hash__ or property: cannot tell
         return False
+    finally:
+        if collecting:
+            gc.enable()
 
 
 class _Matcher:
@@ -87,6 +110,7 @@ class _Matcher:
         self.sigs: dict[tuple[int, int], int] = {}
         self.slots: dict[type, tuple[str, ...]] = {}
         self.plains: dict[type, bool] = {}
+        self.kinds: dict[type, int] = {}
         self.order = 0
 
     def spend(self, n: int = 1) -> None:
@@ -96,68 +120,122 @@ class _Matcher:
 
     # ------------------------------------------------------------------ pairing
 
-    def pair(self, x: Any, y: Any) -> None:
-        t = type(x)
-        if t in _ATOM_TYPES or isinstance(x, _ATOMS):
-            # Equal atoms may or may not be one object: no identity is recorded for them.
-            if t is not type(y) or not (x is y or x == y):
-                raise _NotSame
-            return
-        ix, iy = id(x), id(y)
-        mapped = self.ab.get(ix, _MISSING)
-        if mapped is not _MISSING:
-            if mapped is not y:
-                raise _NotSame
-            return
-        if iy in self.ba:
-            raise _NotSame
-        if x is y:
-            self.ab[ix] = x
-            self.ba[iy] = y
-            return
-        if t is not type(y) or isinstance(x, _IDENTITY):
-            raise _NotSame  # distinct code objects, types or modules
-        self.budget -= 1
-        if self.budget < 0:
-            raise _NotSame
-        self.ab[ix] = y
-        self.ba[iy] = x
-        self.work.append((x, y))
+    def pair_all(self, pairs: Iterable[tuple[Any, Any]], expand: bool = False) -> None:
+        """Pair each ``x`` with its ``y``; new pairs of objects join the work queue.
 
-    def expand(self, x: Any, y: Any) -> None:
-        """Pair what ``x`` and ``y`` refer to (they are already paired with each other)."""
-        if isinstance(x, (list, tuple)):
-            if len(x) != len(y):
-                raise _NotSame
-            self.spend(len(x))
-            if isinstance(x, list):
+        With ``expand``, go on through the queue (breadth first: the order of groups
+        depends on it) and pair what each pair refers to, until the queue is empty.
+        Nearly all the work is in this loop: it keeps to locals, and pairs by kind of
+        type (:meth:`kind`) rather than by ``isinstance`` chains.
+        """
+        ab, ba, kinds, kind, work = self.ab, self.ba, self.kinds, self.kind, self.work
+        push, pop = work.append, work.popleft
+        missing, addr = _MISSING, _addr
+        budget = self.budget
+        while True:
+            for x, y in pairs:
+                ix = addr(x)
+                mapped = ab.get(ix, missing)
+                if mapped is not missing:
+                    if mapped is not y:
+                        raise _NotSame
+                    continue
+                # Atoms after that: equal atoms may or may not be one object, so their
+                # identities are never recorded (nor found in ``ab``).
+                t = type(x)
+                k = kinds.get(t)
+                if k is None:
+                    k = kind(x)
+                if k == _ATOM:
+                    if t is not type(y) or not (x is y or x == y):
+                        raise _NotSame
+                    continue
+                iy = addr(y)
+                if iy in ba:
+                    raise _NotSame
+                if x is y:
+                    ab[ix] = x
+                    ba[iy] = y
+                    continue
+                if t is not type(y) or k == _IDENT:
+                    raise _NotSame  # distinct code objects, types or modules
+                budget -= 1
+                if budget < 0:
+                    raise _NotSame
+                ab[ix] = y
+                ba[iy] = x
+                push((x, y))
+            if not (expand and work):
+                self.budget = budget
+                return
+            x, y = pop()
+            k = kinds.get(type(x))
+            if k is None:
+                k = kind(x)
+            if k == _DICT:
+                n = len(x)
+                if n != len(y):
+                    raise _NotSame
+                budget -= n
+                if budget < 0:
+                    raise _NotSame
+                # Keys found in both pair their values (a key is the same object or an
+                # equal value: its own equality is trusted, as for set members).
+                pairs = []
+                get = y.get
+                for key, v in x.items():
+                    w = get(key, missing)
+                    if w is missing:
+                        pairs = self.expand_dict(x, y)
+                        break
+                    pairs.append((v, w))
+            elif k == _OBJECT_DICT:
+                pairs = ((x.__dict__, y.__dict__),)
+            elif k == _LIST:
+                n = len(x)
+                if n != len(y):
+                    raise _NotSame
+                budget -= n
+                if budget < 0:
+                    raise _NotSame
                 self.expand_bag(x, y)
+                pairs = ()
             else:
-                for p, q in zip(x, y):
-                    self.pair(p, q)
+                self.budget = budget
+                pairs = self.expand(x, y, k)
+                budget = self.budget
+
+    def kind(self, x: Any) -> int:
+        """What pairing and expanding do with ``x``; kept for its type unless a class of
+        its MRO may answer ``__class__`` with another type, as ``isinstance`` would
+        then follow that (mocks, proxies)."""
+        t = type(x)
+        honest = all(c in _HONEST or not _answers_class(c) for c in t.__mro__)
+        if isinstance(x, _ATOMS):
+            k = _ATOM
+        elif isinstance(x, _IDENTITY):
+            k = _IDENT
         elif isinstance(x, dict):
-            self.expand_dict(x, y)
+            k = _DICT
+        elif isinstance(x, list):
+            k = _LIST
+        elif isinstance(x, tuple):
+            k = _TUPLE
         elif isinstance(x, (set, frozenset)):
-            self.expand_set(x, y)
+            k = _SET
         elif isinstance(x, types.MethodType):
-            if x.__func__ is not y.__func__:
-                raise _NotSame
-            self.pair(x.__self__, y.__self__)
-            return
-        elif not self.plain(type(x)):
-            # A leaf with state of its own in C (decimals, dates, patterns, partials):
-            # only its own equality can tell.
-            if getattr(type(x), "__eq__", None) is object.__eq__ or not bool(x == y):
-                raise _NotSame
-            return
-        da = getattr(x, "__dict__", None)
-        if isinstance(da, dict):
-            db = getattr(y, "__dict__", None)
-            if not isinstance(db, dict):
-                raise _NotSame
-            self.pair(da, db)
-        for name in self.slot_names(type(x)):
-            self.pair(getattr(x, name, _MISSING), getattr(y, name, _MISSING))
+            k = _METHOD
+        elif not self.plain(t):
+            k = _LEAF
+        elif honest and not self.slot_names(t) and _own_dict(t):
+            k = _OBJECT_DICT
+        else:
+            k = _OBJECT
+        if k >= _DICT and t not in _CONTAINERS:
+            k += _SUBCLASS
+        if honest:
+            self.kinds[t] = k
+        return k
 
     def plain(self, cls: type) -> bool:
         """Whether all of an instance's state is in its ``__dict__`` and ``__slots__``:
@@ -176,23 +254,57 @@ class _Matcher:
             names = self.slots[cls] = _slot_names(cls)
         return names
 
-    def expand_dict(self, x: dict[Any, Any], y: dict[Any, Any]) -> None:
-        if len(x) != len(y):
-            raise _NotSame
+    def expand(self, x: Any, y: Any, k: int) -> list[tuple[Any, Any]]:
+        """What ``x`` and ``y`` of the less common kinds refer to, paired up."""
+        if k == _LEAF:
+            # A leaf with state of its own in C (decimals, dates, patterns, partials):
+            # only its own equality can tell.
+            if getattr(type(x), "__eq__", None) is object.__eq__ or not bool(x == y):
+                raise _NotSame
+            return []
+        if k == _METHOD:
+            if x.__func__ is not y.__func__:
+                raise _NotSame
+            return [(x.__self__, y.__self__)]
+        pairs: list[tuple[Any, Any]] = []
+        if k != _OBJECT:
+            if len(x) != len(y):
+                raise _NotSame
+            self.spend(len(x))
+            container = k & ~_SUBCLASS
+            if container == _DICT:
+                pairs = self.expand_dict(x, y)
+            elif container == _TUPLE:
+                pairs = list(zip(x, y))
+            elif container == _LIST:
+                self.expand_bag(x, y)
+            else:
+                self.expand_set(x, y)
+            if container == k:
+                return pairs
+        # An object, or an instance of a container's subclass: attributes pair by name.
+        da = getattr(x, "__dict__", None)
+        if isinstance(da, dict):
+            db = getattr(y, "__dict__", None)
+            if not isinstance(db, dict):
+                raise _NotSame
+            pairs.append((da, db))
+        for name in self.slot_names(type(x)):
+            pairs.append((getattr(x, name, _MISSING), getattr(y, name, _MISSING)))
+        return pairs
+
+    def expand_dict(self, x: dict[Any, Any], y: dict[Any, Any]) -> list[tuple[Any, Any]]:
+        """The values of keys found in both, to pair; the other items go to a group."""
         if getattr(x, "default_factory", None) is not getattr(y, "default_factory", None):
             raise _NotSame
-        self.spend(len(x))
         left: list[Any] = []
-        found = 0
+        found: list[tuple[Any, Any]] = []
         for k, v in x.items():
-            # A key found in both is the same object or an equal value (its own equality
-            # is trusted, as for set members).
             w = y.get(k, _MISSING)
             if w is _MISSING:
                 left.append((k, v))
-                continue
-            found += 1
-            self.pair(v, w)
+            else:
+                found.append((v, w))
         if left:
             if found:
                 right = [(k, v) for k, v in y.items() if k not in x]
@@ -201,16 +313,39 @@ class _Matcher:
             if len(right) != len(left):
                 raise _NotSame
             self.open_group(left, right, True)
+        return found
 
     def expand_bag(self, x: list[Any], y: list[Any]) -> None:
         """A list whose objects may come in another order (the order of a computation
         over identity-hashed sets follows addresses); atoms keep their positions."""
+        if not x:
+            return
+        kinds = self.kinds
+        member_types = {*map(type, x), *map(type, y)}
+        for t in member_types - kinds.keys():
+            self.kind(next(m for m in chain(x, y) if type(m) is t))
+        found = {kinds.get(t) for t in member_types}  # None: a kind not kept by type
+        if found == {_ATOM}:
+            # Atoms only, compared all at once: the same types, and equal by ``==``.
+            if not all(map(operator.is_, map(type, x), map(type, y))) or not all(
+                map(operator.eq, x, y)
+            ):
+                raise _NotSame
+            return
+        if _ATOM not in found and None not in found:
+            self.open_group(list(x), list(y), False)  # no atoms (the usual case)
+            return
         left: list[Any] = []
         right: list[Any] = []
+        kind = self.kind
         for p, q in zip(x, y):
-            pa, qa = isinstance(p, _ATOMS), isinstance(q, _ATOMS)
-            if pa or qa:
-                if not (pa and qa and type(p) is type(q) and p == q):
+            kp, kq = kinds.get(type(p)), kinds.get(type(q))
+            if kp is None:
+                kp = kind(p)
+            if kq is None:
+                kq = kind(q)
+            if kp == _ATOM or kq == _ATOM:
+                if not (kp == kq and type(p) is type(q) and p == q):
                     raise _NotSame
                 continue
             left.append(p)
@@ -219,9 +354,6 @@ class _Matcher:
             self.open_group(left, right, False)
 
     def expand_set(self, x: Any, y: Any) -> None:
-        if len(x) != len(y):
-            raise _NotSame
-        self.spend(len(x))
         left = [e for e in x if e not in y]
         if left:
             right = [e for e in y if e not in x]
@@ -251,28 +383,41 @@ class _Matcher:
         waits until nothing else can move.  Then signatures part its members; members
         alike at every depth wait again, and are guessed only when nothing was paired
         since they were put back."""
-        rights: dict[int, list[Any]] = {}
-        for kv in right:
-            rights.setdefault(id(kv[0] if items else kv), []).append(kv)
-        rest_l: list[Any] = []
-        for kv in left:
-            partner = self.ab.get(id(kv[0] if items else kv), _MISSING)
-            if partner is _MISSING:
-                rest_l.append(kv)
-                continue
-            others = rights.get(id(partner))
-            if not others:
+        ab, addr = self.ab, _addr
+        keys_l = map(_key, left) if items else left
+        ids_r = list(map(addr, map(_key, right) if items else right))
+        # The identities of the members' partners, where pairings made them already.
+        got = list(map(addr, map(ab.get, map(addr, keys_l), repeat(_MISSING))))
+        unpaired = got.count(addr(_MISSING))
+        rest_l: list[Any]
+        if not unpaired:
+            # Every member has its partner (the usual case): only the values of dict
+            # items are left to pair.
+            if not items:
+                if got != ids_r and sorted(got) != sorted(ids_r):
+                    raise _NotSame
+                return
+            by_key = dict(zip(ids_r, right))
+            if len(by_key) != len(got) or by_key.keys() != set(got):
                 raise _NotSame
-            other = others.pop()
-            if items:
-                self.pair(kv[1], other[1])
-        rest_r = [kv for kvs in rights.values() for kv in kvs]
+            self.pair_all([(kv[1], by_key[i][1]) for kv, i in zip(left, got)])
+            return
+        if unpaired == len(left) and len(set(ids_r)) == len(ids_r):
+            rest_l, rest_r = left, right  # nothing to take yet, and no member twice
+        else:
+            rights: dict[int, list[Any]] = {}
+            for kv, i in zip(right, ids_r):
+                rights.setdefault(i, []).append(kv)
+            rest_l = []
+            # A value is paired as its key is met: a later key may be one of them.
+            self.pair_all(self.implied(left, items, rights, rest_l))
+            rest_r = [kv for kvs in rights.values() for kv in kvs]
         if len(rest_l) != len(rest_r):
             raise _NotSame
         if not rest_l:
             return
         if len(rest_l) == 1:
-            self.pair_member(rest_l[0], rest_r[0], items)
+            self.pair_members(rest_l, rest_r, items)
             return
         if tier == _FRESH or (tier == _ALIKE and mark != len(self.ab) and len(rest_l) < len(left)):
             self.open_group(rest_l, rest_r, items, _WAITING)
@@ -293,25 +438,42 @@ class _Matcher:
                 break
         if len(by_l) < len(rest_l) and not (tier == _ALIKE and mark == len(self.ab)):
             # Pair the members that parted; the alike ones wait for other pairings.
-            for k, members in by_l.items():
-                if len(members) == 1:
-                    self.pair_member(members[0], by_r[k][0], items)
+            parted = [k for k, members in by_l.items() if len(members) == 1]
+            self.pair_members([by_l[k][0] for k in parted], [by_r[k][0] for k in parted], items)
             alike_l = [m for ms in by_l.values() if len(ms) > 1 for m in ms]
             alike_r = [m for k, ms in by_l.items() if len(ms) > 1 for m in by_r[k]]
             self.open_group(alike_l, alike_r, items, _ALIKE)
             return
         # Members alike to the depth that parts them are paired in order: a wrong guess
         # ends in a contradiction later, never in a false "same".
-        for k, members in by_l.items():
-            for p, q in zip(members, by_r[k]):
-                self.pair_member(p, q, items)
+        self.pair_members(
+            [m for ms in by_l.values() for m in ms], [m for k in by_l for m in by_r[k]], items
+        )
 
-    def pair_member(self, p: Any, q: Any, items: bool) -> None:
+    def implied(
+        self, left: list[Any], items: bool, rights: dict[int, list[Any]], rest_l: list[Any]
+    ) -> Iterator[tuple[Any, Any]]:
+        """The values of dict items whose keys are paired; members with no partner yet
+        go to ``rest_l``, and their partners-to-be stay in ``rights``."""
+        ab = self.ab
+        for kv in left:
+            partner = ab.get(_addr(kv[0] if items else kv), _MISSING)
+            if partner is _MISSING:
+                rest_l.append(kv)
+                continue
+            others = rights.get(_addr(partner))
+            if not others:
+                raise _NotSame
+            other = others.pop()
+            if items:
+                yield kv[1], other[1]
+
+    def pair_members(self, left: list[Any], right: list[Any], items: bool) -> None:
+        """Pair members in order (the key, then the value, of dict items)."""
         if items:
-            self.pair(p[0], q[0])
-            self.pair(p[1], q[1])
+            self.pair_all(chain.from_iterable(map(zip, left, right)))
         else:
-            self.pair(p, q)
+            self.pair_all(zip(left, right))
 
     def bucket(self, members: list[Any], items: bool, depth: int) -> dict[int, list[Any]]:
         out: dict[int, list[Any]] = {}
@@ -326,29 +488,35 @@ class _Matcher:
     def sig(self, node: Any, depth: int) -> int:
         """A hash of ``node``'s structure ``depth`` edges deep, blind to addresses."""
         t = type(node)
-        if t in _ATOMS or isinstance(node, _ATOMS):
+        k = self.kinds.get(t)
+        if k is None:
+            k = self.kind(node)
+        if k == _ATOM:
             return hash((t, node))
-        if isinstance(node, _IDENTITY):
-            return hash((t, id(node)))
-        partner = self.ab.get(id(node), _MISSING)
-        if partner is not _MISSING or id(node) in self.ba:
-            # Already paired: both sides' mapped nodes must sign alike.
-            key = id(node) if partner is not _MISSING else id(self.ba[id(node)])
-            return hash(("paired", key))
+        i = _addr(node)
+        if k == _IDENT:
+            return hash((t, i))
+        # Already paired: both sides' mapped nodes must sign alike.
+        if i in self.ab:
+            return hash(("paired", i))
+        other = self.ba.get(i, _MISSING)
+        if other is not _MISSING:
+            return hash(("paired", _addr(other)))
         if depth <= 0:
             return hash(t)
-        memo = (id(node), depth)
+        memo = (i, depth)
         got = self.sigs.get(memo)
         if got is not None:
             return got
         self.spend()
         d = depth - 1
-        if isinstance(node, (list, tuple)):
+        k &= ~_SUBCLASS
+        if k == _LIST or k == _TUPLE:
             s = hash((t, tuple(self.sig(c, d) for c in node)))
-        elif isinstance(node, dict):
-            items = sorted(hash((self.sig(k, d), self.sig(v, d))) for k, v in node.items())
+        elif k == _DICT:
+            items = sorted(hash((self.sig(key, d), self.sig(v, d))) for key, v in node.items())
             s = hash((t, tuple(items)))
-        elif isinstance(node, (set, frozenset)):
+        elif k == _SET:
             s = hash((t, tuple(sorted(self.sig(e, d) for e in node))))
         else:
             da = getattr(node, "__dict__", None)
@@ -361,21 +529,32 @@ class _Matcher:
     # ---------------------------------------------------------------------- run
 
     def run(self, a: Any, b: Any) -> bool:
-        self.pair(a, b)
-        while True:
-            while self.work:
-                x, y = self.work.popleft()
-                self.expand(x, y)
-            if not self.groups:
-                break
+        self.pair_all(((a, b),), expand=True)
+        while self.groups:
             # Fresh groups first, then the smallest waiting one (see settle).
             tier, _, _, left, right, items, mark = heapq.heappop(self.groups)
             self.settle(left, right, items, tier, mark)
+            if self.work:
+                self.pair_all((), expand=True)
         # An object reachable from both values must be paired with itself.
         for i in self.ab.keys() & self.ba.keys():
-            if id(self.ab[i]) != i:
+            if _addr(self.ab[i]) != i:
                 return False
         return True
+
+
+def _own_dict(cls: type) -> bool:
+    """Whether ``x.__dict__`` is the instance's dict: the first ``__dict__`` of the MRO is
+    the descriptor that ``type`` made for a class with instance dicts."""
+    for c in cls.__mro__:
+        attr = c.__dict__.get("__dict__")
+        if attr is not None:
+            return type(attr) is types.GetSetDescriptorType and attr.__objclass__ is c
+    return False
+
+
+def _answers_class(cls: type) -> bool:
+    return "__class__" in cls.__dict__ or "__getattribute__" in cls.__dict__
 
 
 def _identity_hashed(cls: type) -> bool:

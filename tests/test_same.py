@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import decimal
 import functools
+import gc
+import sys
 import textwrap
 
 import pytest
@@ -94,6 +96,105 @@ def test_slots_defaults_and_leaves_with_their_own_equality() -> None:
     assert same_value(decimal.Decimal("1.5"), decimal.Decimal("1.50"))
     assert not same_value(functools.partial(int, "1"), functools.partial(float, "1"))
     assert not same_value(object(), object())
+
+
+def test_dicts_pair_values_by_key() -> None:
+    assert same_value({"a": 1, "b": Leaf(2)}, {"b": Leaf(2), "a": 1})
+    assert not same_value({"a": 1, "b": 2}, {"a": 1, "b": 3})
+    assert not same_value({"a": 1, "b": 2}, {"a": 1, "c": 2})
+    assert not same_value({"a": 1}, {"a": True})
+
+
+def test_lists_of_atoms_compare_item_by_item() -> None:
+    assert same_value([1, "a", None, 2.5], [1, "a", None, 2.5])
+    assert not same_value([1, 2, 3], [1, 3, 2])
+    assert not same_value([1, True], [1, 1])
+
+
+def test_list_members_paired_elsewhere_match_as_a_multiset() -> None:
+    a, b, c, d = Leaf(1), Leaf(1), Leaf(1), Leaf(1)
+    assert same_value((a, b, [a, b, a]), (c, d, [d, c, c]))
+    # The same members, but not as often.
+    assert not same_value((a, b, [a, a, b]), (c, d, [c, d, d]))
+    assert not same_value([a, a], [c, d])
+
+
+def test_dict_keys_paired_elsewhere_pair_their_values() -> None:
+    k1, k2, c1, c2 = Leaf(1), Leaf(2), Leaf(1), Leaf(2)
+    assert same_value((k1, k2, {k1: "x", k2: "y"}), (c1, c2, {c2: "y", c1: "x"}))
+    assert not same_value((k1, k2, {k1: "x", k2: "y"}), (c1, c2, {c1: "y", c2: "x"}))
+    assert not same_value((k1, k2, {k1: "x"}), (c1, c2, {c2: "x"}))
+
+
+class SlotsAndDict:
+    __slots__ = ("s", "__dict__")
+
+    def __init__(self, s: object, d: object) -> None:
+        self.s, self.d = s, d
+
+
+class Proxy:
+    """Answers ``__class__`` with its target's class, as mocks and proxies do."""
+
+    def __init__(self, target: object) -> None:
+        self.target = target
+
+    @property
+    def __class__(self) -> type:
+        return type(self.target)
+
+
+def test_slots_and_a_dict_both_pair() -> None:
+    assert same_value(SlotsAndDict(1, 2), SlotsAndDict(1, 2))
+    assert not same_value(SlotsAndDict(1, 2), SlotsAndDict(2, 2))
+    assert not same_value(SlotsAndDict(1, 2), SlotsAndDict(1, 3))
+
+
+def test_each_proxy_pairs_as_what_isinstance_makes_of_it() -> None:
+    assert same_value((Proxy(Leaf(1)), Proxy(Leaf(2))), (Proxy(Leaf(1)), Proxy(Leaf(2))))
+    # The second one is an int to isinstance(): compared with ``==`` (by identity here),
+    # not as an object with attributes like the first.
+    assert not same_value((Proxy(Leaf(1)), Proxy(5)), (Proxy(Leaf(1)), Proxy(5)))
+
+
+def test_the_collector_is_left_as_it_was() -> None:
+    assert gc.isenabled()
+    assert same_value(machine(5), machine(5))
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert not same_value(machine(5), machine(6))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+@pytest.mark.skipif(sys.implementation.name != "cpython", reason="id() is the identity there")
+def test_the_check_raises_no_audit_events(pytester: pytest.Pytester) -> None:
+    """A Python audit hook (the file journal's) would run for every ``id()`` call."""
+    script = textwrap.dedent(
+        """
+        import sys
+        from isolator._same import same_value
+
+        class State:
+            def __init__(self, i):
+                self.i, self.out, self.nfa = i, [], {object()}
+
+        def states(order):
+            nodes = [State(i) for i in range(20)]
+            for node in nodes:
+                node.out.append(nodes[(node.i + 1) % 20])
+            return [nodes[i] for i in order]
+
+        events = []
+        sys.addaudithook(lambda event, args: events.append(event))
+        assert same_value(states(range(20)), states(range(19, -1, -1)))
+        print("EVENTS", events)
+        """
+    )
+    result = pytester.runpython_c(script)
+    result.stdout.fnmatch_lines(["EVENTS []"])
 
 
 def test_deep_chains_do_not_recurse() -> None:
