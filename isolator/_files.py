@@ -71,7 +71,16 @@ class FileGuard:
         self.journal = os.path.join(backup_dir, "journal.json")
 
     def install(self) -> None:
-        sys.addaudithook(self._hook)
+        # A plain function, not the bound method: every audited event of the process
+        # (each id() call raises one) pays for the call, and a bound method as a hook costs
+        # several times a function's.  Events of no interest leave at the first test.
+        events, hook = _EVENTS, self._hook
+
+        def audit(event: str, args: tuple[Any, ...]) -> None:
+            if event in events:
+                hook(event, args)
+
+        sys.addaudithook(audit)
 
     def exempt_dir(self, path: str) -> None:
         """Writes under ``path`` are the tests' own from now on (a directory made late)."""
@@ -86,9 +95,8 @@ class FileGuard:
         finally:
             self._busy = was
 
-    # The audit hook runs for every audited event of the process: keep the common path short.
     def _hook(self, event: str, args: tuple[Any, ...]) -> None:
-        if not self.active or self._busy or event not in _EVENTS:
+        if not self.active or self._busy:
             return
         if event == "object.__setattr__":
             if len(args) > 1 and args[1] in _DEFAULTS_NAMES:
