@@ -1,9 +1,12 @@
 """Library modules and the import system.
 
-*Monkeypatched library attributes*: every stdlib/third-party module in ``sys.modules`` gets
-its ``__class__`` swapped for a ModuleType subclass whose ``__setattr__``/``__delattr__``
-note the old value on the first write of a test (an undo log in the shape of pytest's
-monkeypatch).  Reads cost nothing; only writes are logged.
+*Monkeypatched library attributes*: every stdlib/third-party module's namespace is watched
+through its dict's version tag (see ``_versions``): a module whose tag moved is compared
+with its snapshot, and each name written gets its old value in an undo log in the shape of
+pytest's monkeypatch.  The modules stay plain modules (``type(m) is ModuleType``, which
+picklers such as dill and cloudpickle dispatch on).  Where tags cannot be read, each
+module's ``__class__`` is swapped for a ModuleType subclass whose ``__setattr__`` and
+``__delattr__`` note the old value on the first write of a test instead.
 
 *sys.modules*: modules imported during a test are removed afterwards (a fresh process
 would not have them), except families with C extensions, which cannot be imported twice.
@@ -19,6 +22,7 @@ import operator
 import os
 import sys
 import types
+import warnings
 import weakref
 from collections.abc import Callable
 from typing import Any, Final
@@ -26,6 +30,8 @@ from typing import Any, Final
 from isolator import _versions
 
 NOTSET: Final = object()
+_CURRENT: Final = object()  # UndoLog.note: the old value is the one in the module now
+_FIRST: Final = operator.itemgetter(0)
 _EXT_SUFFIXES: Final = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 # Never unloaded: the test runner's own machinery and modules that hold process-wide
 # registries whose re-import breaks things (codecs).
@@ -57,12 +63,14 @@ class UndoLog:
         self.seen: set[tuple[int, str]] = set()
         self.active = False
 
-    def note(self, mod: types.ModuleType, name: str) -> None:
+    def note(self, mod: types.ModuleType, name: str, old: object = _CURRENT) -> None:
         key = (id(mod), name)
         if key in self.seen:
             return
         self.seen.add(key)
-        self.entries.append((mod, name, mod.__dict__.get(name, NOTSET)))
+        if old is _CURRENT:
+            old = mod.__dict__.get(name, NOTSET)
+        self.entries.append((mod, name, old))
 
     def dirty_sites(self) -> list[str]:
         out = []
@@ -72,6 +80,7 @@ class UndoLog:
         return out
 
     def undo(self, keep: set[str]) -> None:
+        written = {id(mod): mod for mod, _, _ in self.entries}
         for mod, name, old in reversed(self.entries):
             d = mod.__dict__
             if old is NOTSET:
@@ -82,6 +91,8 @@ class UndoLog:
             else:
                 d[name] = old
         self.clear()
+        if WATCH is not None:
+            WATCH.resync(written.values())
 
     def clear(self) -> None:
         self.entries.clear()
@@ -107,22 +118,96 @@ class WatchedModule(types.ModuleType):
         _delattr(self, name)
 
 
+class LibraryWatch:
+    """Library modules' namespaces as of the last look: a module whose dict's version tag
+    moved since is compared with its snapshot (by identity), and what changed goes to the
+    undo log with the snapshot's value as the old one (:meth:`collect`)."""
+
+    def __init__(self, modules: list[types.ModuleType], cells: list[Any]):
+        self.mods = modules
+        self.dicts = [m.__dict__ for m in modules]
+        self.cells = cells
+        self.index = {id(m): i for i, m in enumerate(modules)}
+        # Each tag read through a memoryview of its ctypes cell: the cheapest read there is
+        # (one per module per test).
+        self.views = [memoryview(c).cast("B").cast("Q") for c in cells]
+        self.tags = list(map(_FIRST, self.views))
+        self.snaps = [dict(d) for d in self.dicts]
+
+    def collect(self, log: UndoLog) -> None:
+        """Note every name written since the last look (one tag read per module)."""
+        now = list(map(_FIRST, self.views))
+        if now == self.tags:
+            return
+        for i in itertools.compress(range(len(now)), map(operator.ne, now, self.tags)):
+            d, snap, mod = self.dicts[i], self.snaps[i], self.mods[i]
+            changed = [k for k in snap if k not in d]
+            changed += [k for k, v in d.items() if snap.get(k, NOTSET) is not v]
+            for name in changed:
+                log.note(mod, name, snap.get(name, NOTSET))
+            self.snaps[i] = dict(d)
+        self.tags = now
+
+    def absorb(self) -> None:
+        """Whatever changed since the last look becomes the snapshot, unlogged."""
+        self.resync(self.mods)
+
+    def resync(self, modules: Any) -> None:
+        """The undo log put these modules' names back: their namespaces are the snapshot."""
+        index = self.index
+        for mod in modules:
+            i = index.get(id(mod))
+            if i is not None:
+                self.snaps[i] = dict(self.dicts[i])
+                self.tags[i] = self.views[i][0]
+
+
+WATCH: LibraryWatch | None = None
+
+
+def collect_writes() -> None:
+    """Bring the undo log up to date with library module writes (tag-watched modules)."""
+    if WATCH is not None:
+        WATCH.collect(LOG)
+
+
+def absorb_writes() -> None:
+    """Library module writes made since the last look are not a test's."""
+    if WATCH is not None:
+        WATCH.absorb()
+
+
 def watch_library_modules(is_project: Any) -> list[types.ModuleType]:
-    """Swap the class of plain library modules; returns the modules swapped."""
-    swapped = []
-    for mod in list(sys.modules.values()):
+    """Watch plain library modules' namespaces; returns the modules watched (by version
+    tag, or where tags cannot be read, by swapping their class)."""
+    global WATCH
+    mods = [
+        mod
+        for mod in list(sys.modules.values())
         # sys is left alone: pytest rebinds its attributes around every test phase, and
-        # the process probes cover what matters in it.
-        # The test runner's own modules are left alone too: the swap costs every attribute
-        # read of a module (the interpreter's fast path is for plain modules only), and
-        # pytest reads its modules' attributes all through each test's protocol.
-        if (
-            type(mod) is not types.ModuleType
-            or mod is sys
-            or mod.__name__.startswith(_RUNNER_PREFIXES)
-            or is_project(mod)
-        ):
-            continue
+        # the process probes cover what matters in it.  warnings too: pytest runs each
+        # test in catch_warnings(), which rebinds its functions and filters on the way in
+        # and puts them back on the way out (the warnings probe covers the filters and the
+        # once-registry).  So are the test runner's own
+        # modules: pytest writes its modules' globals all through each test's protocol
+        # (and with a swapped class, every attribute read of a module costs more: the
+        # interpreter's fast path is for plain modules only).
+        if type(mod) is types.ModuleType
+        and mod is not sys
+        and mod is not warnings
+        and not mod.__name__.startswith(_RUNNER_PREFIXES)
+        and not is_project(mod)
+    ]
+    cells = [_versions.cell_for(m.__dict__) for m in mods]
+    if mods and all(c is not None for c in cells):
+        WATCH = LibraryWatch(mods, cells)
+        return mods
+    return _swap_classes(mods)
+
+
+def _swap_classes(modules: list[types.ModuleType]) -> list[types.ModuleType]:
+    swapped = []
+    for mod in modules:
         try:
             mod.__class__ = WatchedModule
         except TypeError:
@@ -132,6 +217,8 @@ def watch_library_modules(is_project: Any) -> list[types.ModuleType]:
 
 
 def unwatch(modules: list[types.ModuleType]) -> None:
+    global WATCH
+    WATCH = None
     for mod in modules:
         if type(mod) is WatchedModule:
             mod.__class__ = types.ModuleType  # type: ignore[assignment]
@@ -265,6 +352,7 @@ class _Capture:
         n = len(mods)
         probe = self.finder.probe
         before = probe() if probe is not None else None
+        collect_writes()
         logged = len(LOG.entries)
         # The warnings machinery looks ``_showwarnmsg`` up on the module for every warning
         # it shows or records; a wrapper in the module's dict (not through setattr, which
@@ -285,6 +373,7 @@ class _Capture:
             if show is not None and wd.get("_showwarnmsg") is seen:
                 wd["_showwarnmsg"] = show
         imported = list(mods)[n:] if len(mods) > n else []
+        collect_writes()
         pure = (
             not shown
             and all(
@@ -303,8 +392,6 @@ class _Capture:
 
 
 def _warnings_dict() -> dict[str, Any]:
-    import warnings
-
     return warnings.__dict__
 
 

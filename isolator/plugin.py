@@ -225,8 +225,17 @@ class IsolatorPlugin:
         )
         if made is None:
             _exempt_basetemp_when_made(self.config, self.resetter.files)
-        self.resetter.start(modules)
-        _settle_baseline()
+        # No collection while the baseline is built: one would collect the garbage that
+        # collection left young, which plain pytest collects only later (a test may expect
+        # it alive); _settle_baseline then moves it all to the oldest generation.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            self.resetter.start(modules)
+            _settle_baseline()
+        finally:
+            if collecting:
+                gc.enable()
         self.conftests = [
             n for n in self.resetter.project if n == "conftest" or n.endswith(".conftest")
         ]
@@ -448,6 +457,7 @@ class _ProtocolWrapper:
         from isolator import _modules
 
         t0 = time.perf_counter()
+        _modules.collect_writes()
         marks = (len(_modules.LOG.entries), len(r.files.order))
         pre = r.probe_diffs()
         core.overhead += time.perf_counter() - t0

@@ -146,6 +146,7 @@ class Resetter:
         self.opaque_reported: set[str] = set()
         self.learn_memo = learn_memo
         self.chained = False  # the previous test kept its state for the next one
+        self._collected = False  # library module writes collected since the last check
         self.keep = keep
         # (site, key) -> (last value, times recomputed the same in a row, times different)
         self.memo: dict[tuple[str, object], tuple[object, int, int]] = {}
@@ -196,6 +197,7 @@ class Resetter:
         # Process-wide resources are compared at the same point of pytest's protocol as
         # they are checked (capture and log handlers differ between loop start and here).
         self.probe_snaps = [p.take() for p in self.probes]
+        _modules.absorb_writes()  # library modules too: pytest's set-up is not a test's
         self.started = True
 
     def _build_tables(self) -> dict[str, StateTable]:
@@ -309,6 +311,9 @@ class Resetter:
         self.files.active = True
 
     def end_test(self) -> None:
+        # The test's library module writes (a chained test is not reset before the next).
+        _modules.collect_writes()
+        self._collected = True
         _modules.LOG.active = False
         self.files.active = False
 
@@ -354,6 +359,9 @@ class Resetter:
             reset, kept = self.modules.restore(added, replaced, deleted)
             out.writes += reset
             out.reset += reset
+        if not self._collected:
+            _modules.collect_writes()  # not right after a test (between plan sequences)
+        self._collected = False
         log = _modules.LOG
         if log.entries:
             sites = log.dirty_sites()
@@ -529,6 +537,7 @@ class Resetter:
         state (capture, PYTEST_CURRENT_TEST).  Returns False when the fixture changed nothing.
         """
         post = self.probe_diffs()
+        _modules.collect_writes()
         probes_changed = [i for i, (a, b) in enumerate(zip(pre, post)) if a != b]
         dirty = self._dirty_tables()
         changed = (

@@ -717,3 +717,42 @@ def test_memo_entries_are_kept_only_when_nothing_beside_them_changed(
     result.assert_outcomes(passed=6)
     assert "kept 1 memo entry" in result.stdout.str()
     assert "(learn_memo): test_memo:MEMO['x']\n" in result.stdout.str()
+
+
+def test_library_modules_stay_plain_modules_and_their_writes_are_reset(
+    pytester: pytest.Pytester,
+) -> None:
+    # Picklers (dill, cloudpickle) dispatch on the exact type of a module: isolator's watch
+    # over library modules must leave type(module) alone, and still put back what a test
+    # rebinds in one, directly or from inside the library (a global statement).
+    pytester.makepyfile(
+        test_lib="""
+        import io
+        import json
+        import pickle
+        import textwrap
+        import types
+
+        def test_pickles_a_module_by_exact_type():
+            assert type(json) is types.ModuleType
+            buf = io.BytesIO()
+            pickler = pickle.Pickler(buf)
+            pickler.dispatch_table = {types.ModuleType: lambda m: (__import__, (m.__name__,))}
+            pickler.dump(json)
+            assert pickle.loads(buf.getvalue()) is json
+
+        def test_rebinds():
+            json.dumps = lambda *a, **k: "patched"
+            json.sentinel = 1
+            exec("global _whitespace\\n_whitespace = 'x'", textwrap.__dict__)
+
+        def test_sees_the_library_as_imported():
+            assert json.dumps([]) == "[]"
+            assert not hasattr(json, "sentinel")
+            assert textwrap._whitespace != "x"
+        """
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal"
+    )
+    result.assert_outcomes(passed=3)
