@@ -74,6 +74,10 @@ _IMMUTABLE: tuple[type, ...] = (
     classmethod,
 )
 _SKIP_GLOBALS: tuple[type, ...] = (*_IMMUTABLE, types.ModuleType)
+_CONTAINERS: Final = (dict, list, set, collections.deque)
+_PLAIN_CONTAINERS: Final = frozenset(
+    {dict, list, set, collections.deque, collections.OrderedDict, collections.defaultdict}
+)
 _SKIP_NAMES: Final = frozenset(
     {
         "__builtins__",
@@ -286,6 +290,12 @@ class StateTable:
         self._seen.add(vid)
         self._keepalive.append(value)
         budget[0] -= 1
+        cls = type(value)
+        if cls not in _PLAIN_CONTAINERS and isinstance(value, _CONTAINERS):
+            # A container of a project class: its class is state too when made at run time
+            # (a class defined in a function, whose methods' closures fill the container
+            # lazily), where no module global leads to it.
+            self._walk(f"{site}.__class__", cls, modname, prefixes, depth + 1, budget)
         if isinstance(value, types.ModuleType):
             # A module object of a project class (lazy modules like six.moves) keeps its
             # state in its __dict__; plain modules are tracked as modules of their own.

@@ -20,7 +20,7 @@ import types
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from isolator import _modules
 from isolator._files import FileGuard
@@ -97,6 +97,18 @@ def _owner(t: StateTable, site: str) -> str:
     return site[:module_end]
 
 
+_LEFT: Final = "left as the test left it, beside state that cannot be copied"
+
+
+def _root(site: str) -> str:
+    """The module global a site hangs from: ``m:name`` of ``m:name.attr[key]``."""
+    mod, _, rest = site.partition(":")
+    for i, c in enumerate(rest):
+        if c in ".[":
+            return f"{mod}:{rest[:i]}"
+    return site
+
+
 def _dirty_sibling(t: StateTable, i: int, idx: list[int], extras: tuple[list[int], ...]) -> bool:
     """Whether the test also changed another part of the object that holds watch ``i``
     (an LRU cache's queue beside its dict, a hit counter beside a memo): entries added to
@@ -147,6 +159,7 @@ class Resetter:
         self.learn_memo = learn_memo
         self.chained = False  # the previous test kept its state for the next one
         self._collected = False  # library module writes collected since the last check
+        self._tables_absorbed = False  # a reset left state as the test left it
         self.keep = keep
         # (site, key) -> (last value, times recomputed the same in a row, times different)
         self.memo: dict[tuple[str, object], tuple[object, int, int]] = {}
@@ -381,6 +394,9 @@ class Resetter:
                 scope = self.reach.all()
             for t in scope.dirty_tables(defaults):
                 self._reset_table(t, out, force, defaults)
+            if self._tables_absorbed:
+                self._tables_absorbed = False
+                self._set_tables(self.tables)  # scopes hold flat copies of the snapshots
         files.defaults_written = False
         if _thread._count() != self.thread_count:
             self._check_threads(out)
@@ -399,8 +415,17 @@ class Resetter:
         caches, cells, defaults, opaque = t.dirty_extras(check_defaults)
         if not (idx or caches or cells or defaults or opaque):
             return
+        # A global holding state that cannot be copied (a consumed generator, a held lock)
+        # is left whole as the test left it: restoring the rest of it around that state
+        # would make a mix no process ever had.  What is left joins the baseline and is
+        # reported; the test runs in a forked child from the next run on.
+        frozen = {_root(t.opaque[i].site) for i in opaque} if opaque and not force else set()
+        left: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
         memo_ok = self.learn_memo or self.keep
         for i in idx:
+            if frozen and _root(t.sites[i]) in frozen:
+                left[0].append(i)
+                continue
             if (
                 memo_ok
                 and t.kinds[i] == DICT
@@ -415,6 +440,9 @@ class Resetter:
         for i in caches:
             site = t.caches[i][0]
             out.writes.append(site)
+            if frozen and _root(site) in frozen:
+                left[1].append(i)
+                continue
             t.restore_cache(i)
             out.reset.append(site)
             if t.caches[i][2]:
@@ -424,11 +452,17 @@ class Resetter:
         for i in cells:
             site = t.cells[i][0]
             out.writes.append(site)
+            if frozen and _root(site) in frozen:
+                left[2].append(i)
+                continue
             t.restore_cell(i)
             out.reset.append(site)
         for i in defaults:
             site = t.defaults[i][0]
             out.writes.append(site)
+            if frozen and _root(site) in frozen:
+                left[3].append(i)
+                continue
             t.restore_defaults(i)
             out.reset.append(site)
         for i in opaque:
@@ -444,6 +478,16 @@ class Resetter:
                 pass
         if force:
             t.restore_all()
+        elif any(left):
+            for i in left[0]:
+                sites = t.changed_sites(i)
+                out.writes += sites
+                out.unrestorable += [(s, _LEFT) for s in sites]
+            out.unrestorable += [(t.caches[i][0], _LEFT) for i in left[1]]
+            out.unrestorable += [(t.cells[i][0], _LEFT) for i in left[2]]
+            out.unrestorable += [(t.defaults[i][0], _LEFT) for i in left[3]]
+            t.absorb(left[0], (left[1], left[2], left[3], []), tuple(self.project))
+            self._tables_absorbed = True
         elif pending:
             t.verified(pending)
 

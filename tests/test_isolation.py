@@ -756,3 +756,51 @@ def test_library_modules_stay_plain_modules_and_their_writes_are_reset(
         "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal"
     )
     result.assert_outcomes(passed=3)
+
+
+def test_state_beside_what_cannot_be_copied_is_left_whole_and_reported(
+    pytester: pytest.Pytester,
+) -> None:
+    # pytz's LazyList: a list of a class made at run time, filled on first use from an
+    # iterator its methods' closure holds, the methods then deleted.  The iterator cannot
+    # be copied; putting the list and the class back around the consumed iterator would
+    # leave a list that never fills again.  The whole global stays as the test left it, is
+    # reported, and the test runs in a forked child from the next run on.
+    pytester.makepyfile(
+        lazy="""
+        def _make():
+            pending = [iter(["a", "b"])]
+
+            class Lazy(list):
+                def __contains__(self, x):
+                    if pending:
+                        list.extend(self, pending.pop())
+                        del Lazy.__contains__
+                    return list.__contains__(self, x)
+
+            return Lazy()
+
+        items = _make()
+        """,
+        test_lazy="""
+        import lazy
+
+        def test_fills():
+            assert "a" in lazy.items
+
+        def test_sees_it_filled():
+            assert "b" in lazy.items
+        """,
+    )
+    args = ("-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal")
+    first = pytester.runpytest_subprocess(*args)
+    first.assert_outcomes(passed=2)
+    first.stdout.fnmatch_lines(
+        [
+            "*could not reset after test_lazy.py::test_fills: lazy:items*object changed*",
+            "*lazy:items: left as the test left it*",
+        ]
+    )
+    second = pytester.runpytest_subprocess(*args)
+    second.assert_outcomes(passed=2)
+    second.stdout.fnmatch_lines(["ran 1 test(s) in a forked child*lazy:items*"])
