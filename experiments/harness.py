@@ -19,16 +19,23 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+# The wrapper waits with a blocking wait() and a timer thread for the timeout: a wait with
+# a timeout polls with sleeps of up to 50 ms, which quantised every wall time to 50 ms.
 _WRAPPER = r"""
-import json, resource, subprocess, sys, time
+import json, resource, subprocess, sys, threading, time
 cmd, cwd, log, timeout = json.loads(sys.argv[1])
+expired = []
 t0 = time.perf_counter()
 with open(log, "wb") as fh:
     try:
-        rc = subprocess.run(cmd, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, timeout=timeout).returncode
-    except subprocess.TimeoutExpired:
-        rc = -999
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
+        timer = threading.Timer(timeout, lambda: (expired.append(1), proc.kill()))
+        timer.start()
+        rc = proc.wait()
+        timer.cancel()
+        if expired:
+            rc = -999
     except OSError as exc:
         fh.write(str(exc).encode())
         rc = -998
