@@ -413,7 +413,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chains", type=int, default=30)
     parser.add_argument("--pairs", type=int, default=15)
     parser.add_argument("--configs", default=",".join(CONFIGS), help="configurations to run")
-    parser.add_argument("--out", default="sched", help="results/NAME.json and NAME.png")
+    parser.add_argument(
+        "--out", default="sched", help="results/NAME.json and NAME.png (or a path PREFIX)"
+    )
     args = parser.parse_args(argv)
     chosen = [c for c in CONFIGS if c in args.configs.split(",")]
     if set(args.configs.split(",")) - set(CONFIGS) or not chosen:
@@ -423,6 +425,11 @@ def main(argv: list[str] | None = None) -> int:
         costs = [float(c) for c in args.cost_ms.split(",") if c]
     except ValueError:
         print(f"bench_sched: error: bad --cost-ms {args.cost_ms!r}", file=sys.stderr)
+        return 2
+    # A bare name goes to results/; a path is taken as given (checked before the long runs).
+    out_base = RESULTS / args.out if os.sep not in args.out else Path(args.out).resolve()
+    if not out_base.parent.is_dir():
+        print(f"bench_sched: error: no directory {out_base.parent} for --out", file=sys.stderr)
         return 2
     names = [s for s in args.suites.split(",") if s]
     unknown = set(names) - {"gen", "parso", "mpmath"}
@@ -564,9 +571,9 @@ def main(argv: list[str] | None = None) -> int:
         "repeat": args.repeat,
         "rows": rows,
     }
-    (RESULTS / f"{args.out}.json").write_text(json.dumps(out, indent=1) + "\n")
-    _plot(rows, chosen, RESULTS / f"{args.out}.png")
-    print(f"wrote {RESULTS / args.out}.json and .png")
+    out_base.with_name(out_base.name + ".json").write_text(json.dumps(out, indent=1) + "\n")
+    _plot(rows, chosen, out_base.with_name(out_base.name + ".png"))
+    print(f"wrote {out_base}.json and .png")
     return 0
 
 
