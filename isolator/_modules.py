@@ -150,7 +150,10 @@ class LibraryWatch:
 
     def absorb(self) -> None:
         """Whatever changed since the last look becomes the snapshot, unlogged."""
-        self.resync(self.mods)
+        now = list(map(_FIRST, self.views))
+        if now != self.tags:
+            moved = map(operator.ne, now, self.tags)
+            self.resync(itertools.compress(self.mods, moved))
 
     def resync(self, modules: Any) -> None:
         """The undo log put these modules' names back: their namespaces are the snapshot."""
