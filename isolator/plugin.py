@@ -187,7 +187,7 @@ class IsolatorPlugin:
 
     def _start(self, session: pytest.Session) -> None:
         from isolator._files import recover_journal
-        from isolator.resetter import Resetter
+        from isolator.resetter import Resetter, settle_gc
 
         backup = str(self.store / "cow" / str(os.getpid()))
         self.recovered = _recover_dead_journals(self.store / "cow")
@@ -227,12 +227,12 @@ class IsolatorPlugin:
             _exempt_basetemp_when_made(self.config, self.resetter.files)
         # No collection while the baseline is built: one would collect the garbage that
         # collection left young, which plain pytest collects only later (a test may expect
-        # it alive); _settle_baseline then moves it all to the oldest generation.
+        # it alive); settle_gc then moves it all to the oldest generation.
         collecting = gc.isenabled()
         gc.disable()
         try:
             self.resetter.start(modules)
-            _settle_baseline()
+            settle_gc()
         finally:
             if collecting:
                 gc.enable()
@@ -493,24 +493,6 @@ def _handoff(path: str, data: object) -> None:
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(_dumps(data))
     os.replace(tmp, path)
-
-
-def _settle_baseline() -> None:
-    """Move the baseline's new objects straight into the oldest GC generation.
-
-    The snapshots are thousands of new long-lived objects. Promoted by ordinary young
-    collections, they would count towards the next full collection and bring on one that
-    plain pytest never runs (a full collection of a big heap costs 20 ms or more). Freezing
-    and at once unfreezing moves every young object into the oldest generation without a
-    collection and without that count; nothing is hidden from ``gc.get_objects()``
-    afterwards. When something else already froze objects, unfreezing would undo that
-    freeze, so the objects are left where they are. (CPython 3.12.1 reports a non-zero
-    freeze count with nothing frozen; there the objects are left where they are too.)
-    """
-    if gc.get_freeze_count():
-        return
-    gc.freeze()
-    gc.unfreeze()
 
 
 def _recover_dead_journals(cow: Any) -> list[str]:
