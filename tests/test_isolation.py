@@ -491,7 +491,9 @@ def pytest_collection_finish(session):
         import sys
 
         def test_nothing_frozen():
-            assert sys.garbage_ref() is not None
+            # Whether a young collection took the garbage before this test depends on
+            # allocation counts (it did under load on 3.10); that it is not kept frozen
+            # is what matters: frozen objects are never collected.
             gc.collect()
             assert sys.garbage_ref() is None
         """
