@@ -14,6 +14,14 @@ import pytest
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 
+
+def _isolated(pytester: pytest.Pytester) -> pytest.RunResult:
+    """The suite in pytester's directory under --reset=minimal, in declared order."""
+    return pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal"
+    )
+
+
 PKG = """
 SETTINGS = {"currency": "USD", "tax": 0.1}
 HISTORY = []
@@ -529,9 +537,7 @@ def test_sees_a_fresh_cache():
     assert mine(1) == [1]
 """
     )
-    result = pytester.runpytest_subprocess(
-        "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal"
-    )
+    result = _isolated(pytester)
     result.assert_outcomes(passed=2)
     assert "could not reset" not in result.stdout.str()
     assert "urlsplit" not in result.stdout.str()
@@ -563,9 +569,7 @@ def test_sees_an_empty_cache():
     assert CACHE == {}
 """
     )
-    result = pytester.runpytest_subprocess(
-        "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal"
-    )
+    result = _isolated(pytester)
     result.assert_outcomes(passed=2)
     assert "INTERNALERROR" not in result.stdout.str()
 
@@ -613,9 +617,7 @@ def test_next_module():
     )
     plain = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
     plain.assert_outcomes(passed=2, failed=1)
-    result = pytester.runpytest_subprocess(
-        "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal"
-    )
+    result = _isolated(pytester)
     result.assert_outcomes(passed=3)
 
 
@@ -655,9 +657,7 @@ def test_objects_whose_code_fails_when_looked_at_do_not_stop_the_baseline(
             assert not {"locked", "cache_info", "cache_clear"} & set(dir(M))
         """
     )
-    result = pytester.runpytest_subprocess(
-        "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal"
-    )
+    result = _isolated(pytester)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         ["*1 object(s) not watched*test_proxy:BI (RuntimeError: no items)*"]
@@ -718,9 +718,7 @@ def test_memo_entries_are_kept_only_when_nothing_beside_them_changed(
             assert memo("x") == ["x"] * 3
         """,
     )
-    result = pytester.runpytest_subprocess(
-        "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal"
-    )
+    result = _isolated(pytester)
     result.assert_outcomes(passed=6)
     assert "kept 1 memo entry" in result.stdout.str()
     assert "(learn_memo): test_memo:MEMO['x']\n" in result.stdout.str()
@@ -759,9 +757,7 @@ def test_library_modules_stay_plain_modules_and_their_writes_are_reset(
             assert textwrap._whitespace != "x"
         """
     )
-    result = pytester.runpytest_subprocess(
-        "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal"
-    )
+    result = _isolated(pytester)
     result.assert_outcomes(passed=3)
 
 
@@ -799,8 +795,7 @@ def test_state_beside_what_cannot_be_copied_is_left_whole_and_reported(
             assert "b" in lazy.items
         """,
     )
-    args = ("-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal")
-    first = pytester.runpytest_subprocess(*args)
+    first = _isolated(pytester)
     first.assert_outcomes(passed=2)
     first.stdout.fnmatch_lines(
         [
@@ -808,6 +803,6 @@ def test_state_beside_what_cannot_be_copied_is_left_whole_and_reported(
             "*lazy:items: left as the test left it*",
         ]
     )
-    second = pytester.runpytest_subprocess(*args)
+    second = _isolated(pytester)
     second.assert_outcomes(passed=2)
     second.stdout.fnmatch_lines(["ran 1 test(s) in a forked child*lazy:items*"])
