@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 _KEYS = {"reset", "fork", "track", "exclude", "exempt", "learn_memo", "keep"}
 _MODES = ("none", "minimal", "full", "fork")
@@ -15,8 +14,9 @@ class ConfigError(Exception):
     """Bad ``[tool.isolator]`` table; the message is one line."""
 
 
-@dataclass(frozen=True)
-class Settings:
+# A NamedTuple, not a frozen dataclass: this module is imported by every pytest run that
+# has isolator installed, and making a frozen dataclass costs about a millisecond.
+class Settings(NamedTuple):
     reset: str | None = None
     fork: tuple[str, ...] = ()  # node ids / fnmatch patterns always run in a fork
     track: tuple[str, ...] = ()  # extra module prefixes whose state is tracked

@@ -5,7 +5,7 @@ as they are produced, so a crash or Ctrl-C keeps everything finished before it):
 
 * ``--isolator-record=FILE``: a normal run under ``--reset=minimal``; for every test one
   line ``{"type": "test", nodeid, outcome, duration, reads, writes, touched}`` with the
-  net writes the core recorded (``ACCESS_KEY``) and the reads from the tracer.
+  net writes the core recorded (``WRITES_KEY``) and the reads from the tracer.
 * ``--isolator-plan=PLAN --isolator-plan-out=OUT``: instead of the normal loop, run the
   plan's sequences of tests in one process.  Inside a sequence the core keeps the state
   between tests (``keep_state_after``); between sequences it resets.  One line per
@@ -299,7 +299,7 @@ class Recording(_Reports):
             self._finish(item, time.perf_counter() - t0)
 
     def _finish(self, item: pytest.Item, elapsed: float) -> None:
-        from isolator.plugin import ACCESS_KEY
+        from isolator.plugin import WRITES_KEY
 
         reads: set[str] = set()
         touched: dict[str, str] = {}
@@ -312,11 +312,8 @@ class Recording(_Reports):
         for fd in _scoped_fixturedefs(item):
             for site, where in self.fixture_writes.get(id(fd), {}).items():
                 scoped.setdefault(site, where)
-        writes: dict[str, str] = {}
-        access = item.stash.get(ACCESS_KEY, None)
-        if access is not None:
-            reads.update(access.reads)
-            writes.update(access.writes)
+        recorded = item.stash.get(WRITES_KEY, None)
+        writes: dict[str, str] = dict.fromkeys(recorded or (), "")
         if got is not None:
             from isolator.detector import sites_overlap
 
@@ -339,7 +336,7 @@ class Recording(_Reports):
                 },
                 "touched": sorted(_own(touched)),
                 "touched_at": {k: v for k, v in sorted(touched.items()) if v},
-                "recorded": access is not None,
+                "recorded": recorded is not None,
             },
         )
         self.index += 1

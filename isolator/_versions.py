@@ -24,7 +24,6 @@ import ctypes
 import gc
 import operator
 import sys
-import sysconfig
 import types
 from collections.abc import Callable
 from typing import Any
@@ -109,7 +108,7 @@ def available() -> bool:
             and (3, 10) <= sys.version_info[:2] <= (3, 13)
             # Free-threaded builds (3.13+) lay dicts out differently; the flag is read
             # only where it can exist (reading it imports the _sysconfigdata module).
-            and not (sys.version_info >= (3, 13) and sysconfig.get_config_var("Py_GIL_DISABLED"))
+            and not (sys.version_info >= (3, 13) and _free_threaded())
         )
         if ok:
             try:
@@ -118,6 +117,12 @@ def available() -> bool:
                 ok = False
         _state["ok"] = ok
     return ok
+
+
+def _free_threaded() -> bool:
+    import sysconfig  # only here: its import costs most of a millisecond
+
+    return bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 
 
 def cell_for(live: object) -> ctypes.c_uint64 | None:

@@ -28,7 +28,7 @@ from isolator._store import STORE_DIR, StoreError, read_json, write_json_atomic
 if TYPE_CHECKING:
     from isolator._files import FileGuard
     from isolator._fork import ForkRunner
-    from isolator._types import AccessLog, ResetPlan
+    from isolator._types import ResetPlan
     from isolator.resetter import Resetter
 
 _dumps = json.dumps  # our own reference: a test may monkeypatch json.dumps
@@ -41,10 +41,11 @@ pytest_plugins = [
 ]
 
 MODES = ("none", "minimal", "full", "fork")
-# Per-test records in item.stash: the net writes of a test that left state behind, and
-# the reset plan of a test with state isolator could not restore; absent otherwise.
-ACCESS_KEY: pytest.StashKey[AccessLog] = pytest.StashKey()
-RESET_KEY: pytest.StashKey[ResetPlan] = pytest.StashKey()
+# Per-test records in item.stash, as plain lists (a resetting run does not import the
+# pipeline's record types): the sites a test left changed, and (site, reason) for what
+# could not be restored after it; absent for a test that left nothing.
+WRITES_KEY: pytest.StashKey[list[str]] = pytest.StashKey()
+UNRESTORABLE_KEY: pytest.StashKey[list[tuple[str, str]]] = pytest.StashKey()
 FORK_FILE = "fork.json"
 
 
@@ -98,7 +99,6 @@ def pytest_configure(config: pytest.Config) -> None:
     if mode != "none":
         # Imported now, not when the tests start: the allocations of an import after
         # collection would bring on a garbage collection that a plain run does not have.
-        import isolator._types
         import isolator.resetter  # noqa: F401
     core = IsolatorPlugin(config, mode, settings)
     config.pluginmanager.register(core, "isolator-core")
@@ -407,18 +407,10 @@ def _wrap_protocol(
                 self.unrestorable.setdefault(item.nodeid, []).extend(out.unrestorable)
             # Only tests that left something behind get records: a record per clean test
             # would be thousands of long-lived objects for the cyclic GC to walk.
-            if out.writes or out.unrestorable:
-                from isolator._types import AccessLog, ResetPlan
             if out.writes:
-                item.stash[ACCESS_KEY] = AccessLog(
-                    nodeid=item.nodeid, writes=dict.fromkeys(out.writes, "")
-                )
+                item.stash[WRITES_KEY] = out.writes
             if out.unrestorable:
-                item.stash[RESET_KEY] = ResetPlan(
-                    nodeid=item.nodeid,
-                    reset=tuple(out.reset),
-                    unrestorable=tuple(out.unrestorable),
-                )
+                item.stash[UNRESTORABLE_KEY] = out.unrestorable
 
 
 def _module_of(cache: dict[int, tuple[object, Any]], item: pytest.Item) -> Any:

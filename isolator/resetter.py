@@ -20,7 +20,6 @@ import threading
 import types
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 from isolator import _modules
@@ -47,16 +46,17 @@ _MEMO_MISSES = 3
 _LIB_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
 
 
-@dataclass
 class Outcome:
     """What one check found: the net writes, what was put back and what could not be."""
 
-    writes: list[str] = field(default_factory=list)
-    reset: list[str] = field(default_factory=list)
-    unrestorable: list[tuple[str, str]] = field(default_factory=list)
+    __slots__ = ("writes", "reset", "unrestorable")
+
+    def __init__(self) -> None:
+        self.writes: list[str] = []
+        self.reset: list[str] = []
+        self.unrestorable: list[tuple[str, str]] = []
 
 
-@dataclass
 class Frame:
     """What one higher-scoped fixture changed in the baseline, as per-watch deltas, so that
     its teardown reverts exactly that and nothing a later (longer-lived) fixture set up.
@@ -67,13 +67,22 @@ class Frame:
     list share their container's site name, so a name does not pick one watch out.
     """
 
-    key: int
-    tables: list[tuple[StateTable, int, int, Any]]
-    extras: list[tuple[StateTable, str, int, Any]]
-    probes: list[tuple[int, Any]]
-    modules_added: list[str]
-    undo: list[tuple[types.ModuleType, str, object]]
-    files: list[tuple[str, str, str]]
+    __slots__ = ("key", "tables", "extras", "probes", "modules_added", "undo", "files")
+
+    def __init__(
+        self,
+        key: int,
+        modules_added: list[str],
+        undo: list[tuple[types.ModuleType, str, object]],
+        files: list[tuple[str, str, str]],
+    ) -> None:
+        self.key = key
+        self.tables: list[tuple[StateTable, int, int, Any]] = []
+        self.extras: list[tuple[StateTable, str, int, Any]] = []
+        self.probes: list[tuple[int, Any]] = []
+        self.modules_added = modules_added
+        self.undo = undo
+        self.files = files
 
 
 _MAPPING_KINDS = frozenset({MODULE, DICT, INSTANCE, CLASS})
@@ -624,9 +633,6 @@ class Resetter:
         log = _modules.LOG
         frame = Frame(
             key=key,
-            tables=[],
-            extras=[],
-            probes=[],
             modules_added=[n for n in sys.modules if n not in self.modules.snap],
             undo=log.entries[undo_mark:],
             files=self.files.take_since(files_mark),
