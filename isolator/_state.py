@@ -569,9 +569,16 @@ class StateTable:
                         vers[j] = -1
                     else:
                         vers[j] = cur[j]
-        for i in self.cidx:
-            if _differs(self.lives[i], self.snaps[i]):
-                out.append(i)
+        cidx = self.cidx
+        if cidx:
+            lives, snaps = self.lives, self.snaps
+            try:
+                # One C-level pass (a table can hold hundreds of untagged instances).
+                now, then = map(lives.__getitem__, cidx), map(snaps.__getitem__, cidx)
+                flags = list(map(bool, map(operator.ne, now, then)))
+            except Exception:
+                flags = [_differs(lives[i], snaps[i]) for i in cidx]  # an __eq__ raised
+            out += itertools.compress(cidx, flags)
         if self.slots is not None:
             out += self.slots.dirty()
         out.sort()
