@@ -431,6 +431,12 @@ def _count(phase, info):
 
 def pytest_configure(config):
     gc.freeze()  # a user's own freeze, which isolator must leave in place
+
+
+def pytest_collection_finish(session):
+    # Counted from the end of collection: the baseline is taken after it.  (Imports before
+    # it, isolator's included, run collections by their allocation counts alone; and where
+    # bytecode is not cached, pytest's assertion rewriter compiles every plugin module.)
     gc.callbacks.append(_count)
 
 
@@ -488,6 +494,7 @@ class Cycle:
 def pytest_collection_finish(session):
     import weakref
 
+    gc.callbacks.append(_count)
     garbage = Cycle()
     garbage.me = garbage
     sys.garbage_ref = weakref.ref(garbage)
