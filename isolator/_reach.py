@@ -108,7 +108,7 @@ class Scope:
         ``defaults=False`` skips functions' defaults (known not rebound since the last
         check: reading them raises an audit event, which costs a Python call per hook)."""
         try:
-            hit = {t for t in self.tagged if list(map(_TAG, t.vcells)) != t.vers}
+            hit = {t for t in self.tagged if b"".join(t.vviews) != t.vimage}
             for t in self.slotted:
                 if t.dirty_slots():
                     hit.add(t)
@@ -143,7 +143,6 @@ class Scope:
         return [t for t in self.tables if t in hit]  # tables hash by identity
 
 
-_TAG = operator.attrgetter("value")
 _CELL = operator.attrgetter("cell_contents")
 _DEFAULTS = operator.attrgetter("__defaults__")
 _KWDEFAULTS = operator.attrgetter("__kwdefaults__")

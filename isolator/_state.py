@@ -160,6 +160,10 @@ def _opaque_fingerprint(obj: object) -> Callable[[object], object] | None:
     return None
 
 
+_UNSEEN: Final = 2**64 - 1  # in a table's tag image: a tag no dict has (a 64-bit counter)
+_UNSEEN_BYTES: Final = b"\xff" * 8
+
+
 class StateTable:
     """Watches over the state of a set of modules; see the module docstring for the shape."""
 
@@ -191,6 +195,11 @@ class StateTable:
         self.vidx: list[int] | None = None
         self.vcells: list[Any] = []
         self.vers: list[int] = []
+        # The same tags as raw bytes (``vviews``: each cell's memory; ``vimage``: ``vers``
+        # laid end to end, an unverified tag as all ones): ``b"".join(vviews) == vimage`` reads
+        # and compares every tag in one C call (see ``_versions``).
+        self.vviews: list[memoryview] = []
+        self.vimage = bytearray()
         self.cidx: list[int] = []
         self.slots: _SlotCheck | None = None  # the slot-only objects' watches, if any
 
@@ -534,14 +543,20 @@ class StateTable:
                 vidx.append(i)
                 cells.append(cell)
         self.vidx, self.cidx, self.vcells = vidx, cidx, cells
+        self.vviews = [memoryview(c).cast("B") for c in cells]
         self.vers = [-1] * len(cells)
+        self._sync_image()
         self.slots = _SlotCheck(self, sidx) if sidx else None
+
+    def _sync_image(self) -> None:
+        self.vimage = bytearray(array("Q", [_UNSEEN if v < 0 else v for v in self.vers]))
 
     def forget_versions(self) -> None:
         """The snapshots changed while the live objects did not: compare before trusting
         (called once the snapshots are changed)."""
         if self.vcells:
             self.vers = [-1] * len(self.vcells)
+            self._sync_image()
         if self.slots is not None:
             self.slots = _SlotCheck(self, self.slots.idx)
 
@@ -558,24 +573,27 @@ class StateTable:
         out: list[int] = []
         pending: list[int] = []
         if self.vcells:
-            cur = list(map(_versions.VALUE, self.vcells))
-            vers = self.vers
-            if cur != vers:
+            now = b"".join(self.vviews)
+            if now != self.vimage:
+                cur = memoryview(now).cast("Q").tolist()
+                vers, image = self.vers, self.vimage
                 for j in itertools.compress(range(len(cur)), map(operator.ne, cur, vers)):
                     i = self.vidx[j]  # type: ignore[index]
                     if _differs(self.lives[i], self.snaps[i]):
                         out.append(i)
                         pending.append(j)
                         vers[j] = -1
+                        image[8 * j : 8 * j + 8] = _UNSEEN_BYTES
                     else:
                         vers[j] = cur[j]
+                        image[8 * j : 8 * j + 8] = now[8 * j : 8 * j + 8]
         cidx = self.cidx
         if cidx:
             lives, snaps = self.lives, self.snaps
             try:
                 # One C-level pass (a table can hold hundreds of untagged instances).
-                now, then = map(lives.__getitem__, cidx), map(snaps.__getitem__, cidx)
-                flags = list(map(bool, map(operator.ne, now, then)))
+                got, then = map(lives.__getitem__, cidx), map(snaps.__getitem__, cidx)
+                flags = list(map(bool, map(operator.ne, got, then)))
             except Exception:
                 flags = [_differs(lives[i], snaps[i]) for i in cidx]  # an __eq__ raised
             out += itertools.compress(cidx, flags)
@@ -586,8 +604,10 @@ class StateTable:
 
     def verified(self, pending: list[int]) -> None:
         """The watches at ``pending`` (see :meth:`dirty_watches`) equal their snapshots now."""
+        image = self.vimage
         for j in pending:
             self.vers[j] = self.vcells[j].value
+            image[8 * j : 8 * j + 8] = self.vviews[j]
 
     def dirty_indexes(self) -> list[int]:
         """Indexes of watches whose live object differs from its snapshot."""

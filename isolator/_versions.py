@@ -12,9 +12,11 @@ hint in one direction only: an unchanged tag means "unchanged since verified"; a
 means "compare the contents".  Elsewhere (other implementations, free-threaded builds,
 3.14+, a failed self-test) every watch is compared by contents, as before.
 
-On 3.13 an instance ``__dict__`` shares the object's inline attribute values, and attribute
-stores bypass the dict (and its tag); such dicts are recognised by their non-NULL
-``ma_values`` pointer and always compared by contents.
+An instance ``__dict__`` may be a split dict (its values in a separate array, non-NULL
+``ma_values``).  On 3.11 and 3.12 every write to one moves its tag, as for other dicts; on
+3.13 the dict shares the object's inline values and attribute stores bypass the dict (and
+its tag).  A second self-test, on a warmed-up attribute store, decides whether split dicts
+are watched by tag or always compared by contents.
 """
 
 from __future__ import annotations
@@ -100,6 +102,58 @@ def _self_test() -> bool:
     return True
 
 
+class _Split:
+    def __init__(self) -> None:
+        self.a = 0
+        self.b = 0
+
+
+def _store_a(obj: Any, value: int) -> None:
+    obj.a = value
+
+
+def _store_new(obj: Any, value: int) -> None:
+    obj.c = value
+
+
+def _split_self_test() -> bool:
+    """Whether writes to a split instance dict move its tag, specialised stores included."""
+    objs = [_Split() for _ in range(3)]
+    obj = objs[0]
+    d = obj.__dict__  # materialised, as a walk of the object materialises it
+    for i in range(200):  # let the stores specialise, on this object and on others
+        _store_a(objs[1], i)
+        _store_a(obj, i)
+    if not ctypes.c_void_p.from_address(id(d) + _VALUES_OFFSET).value:
+        return False  # not a split dict here: nothing to decide from
+    writes: list[Callable[[], object]] = [
+        lambda: _store_a(obj, -1),
+        lambda: setattr(obj, "b", -1),
+        lambda: _store_new(obj, -1),
+        lambda: delattr(obj, "c"),
+        lambda: d.__setitem__("a", -2),
+    ]
+    for write in writes:
+        before = _tag(d)
+        write()
+        if _tag(d) == before:
+            return False
+    return True
+
+
+def split_dicts_tagged() -> bool:
+    ok = _state.get("split")
+    if ok is None:
+        ok = available()
+        if ok:
+            try:
+                ok = _split_self_test()
+            except Exception:
+                ok = False
+        _state["split"] = ok
+    return ok
+
+
 def available() -> bool:
     ok = _state.get("ok")
     if ok is None:
@@ -137,6 +191,6 @@ def cell_for(live: object) -> ctypes.c_uint64 | None:
         live = inner[0]
     elif type(live) not in _PLAIN_DICTS:
         return None  # other subclasses may override writes or equality
-    if ctypes.c_void_p.from_address(id(live) + _VALUES_OFFSET).value:
-        return None  # split / inline-values dict (instance attributes on 3.13)
+    if ctypes.c_void_p.from_address(id(live) + _VALUES_OFFSET).value and not split_dicts_tagged():
+        return None  # split / inline-values dict whose stores bypass the tag (3.13)
     return ctypes.c_uint64.from_address(id(live) + _TAG_OFFSET)

@@ -264,12 +264,12 @@ class Resetter:
             tables[key] = t
         return tables
 
-    def _import_probe(self) -> tuple[list[list[str]], list[Any], list[int]]:
+    def _import_probe(self) -> tuple[list[list[str]], bytes, list[int]]:
         """What a module's import could change outside the module and a reset would undo:
         the process probes' findings, every tracked dict's version tag and the length of
         every other tracked container (compared before and after the import)."""
         scope = self.reach.all()
-        tags = [c.value for t in scope.tagged for c in t.vcells]
+        tags = b"".join([v for t in scope.tagged for v in t.vviews])
         return self.probe_diffs(), tags, [_length(x) for x in scope.lives]
 
     def _module_snapshot(self, mod: types.ModuleType) -> Callable[[], None] | None:
