@@ -445,6 +445,11 @@ class UnloadedFinder:
         # name -> (where the import system looked, the origin it found there): a module
         # unloaded after most tests is found again without asking every finder each time.
         self._found: dict[str, tuple[tuple[Any, ...], str]] = {}
+        # name -> (where, the finder that gave its spec) for modules without a file (six's
+        # lazy modules): imported afresh after each test that imported them, and every
+        # finder before that one (pytest's rewrite hook, the path finder: tens of
+        # microseconds) said no from the same place last time.
+        self._answered: dict[str, tuple[tuple[Any, ...], Any]] = {}
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         if self._finding:
@@ -490,6 +495,10 @@ class UnloadedFinder:
         # Only a module with a file is ever reinstated (see ModulesProbe.restore).
         if loader is not None and spec.has_location and hasattr(loader, "exec_module"):
             spec.loader = _Capture(loader, spec, self)
+            if isinstance(spec.origin, str):
+                # Where this import found it: after an unload, the module comes back from
+                # the same place without asking the finders again (see above).
+                self._found[name] = (_where(path), spec.origin)
         return spec
 
     def _rewritten(self, mod: types.ModuleType) -> bool:
@@ -509,12 +518,23 @@ class UnloadedFinder:
         """The spec the finders after this one give, as the import system would ask them."""
         self._finding = True
         try:
+            hint = self._answered.get(name)
+            where = None
+            if hint is not None:
+                where = _where(path)
+                if hint[0] == where:
+                    spec = hint[1].find_spec(name, path, target)
+                    if spec is not None:
+                        return spec
+                del self._answered[name]
             for finder in list(sys.meta_path):
                 find = getattr(finder, "find_spec", None)
                 if finder is self or find is None:
                     continue
                 spec = find(name, path, target)
                 if spec is not None:
+                    if not spec.has_location:
+                        self._answered[name] = (where or _where(path), finder)
                     return spec
             return None
         finally:
@@ -523,6 +543,7 @@ class UnloadedFinder:
     def invalidate_caches(self) -> None:
         # importlib.invalidate_caches(): files may have appeared where imports look.
         self._found.clear()
+        self._answered.clear()
 
     def reinstatable(self, name: str, module: types.ModuleType, project: bool = False) -> bool:
         """Whether ``module`` may come back as itself; False: a new import executes it.
@@ -537,6 +558,7 @@ class UnloadedFinder:
         self.cache.clear()
         self.fresh.clear()
         self._found.clear()
+        self._answered.clear()
         self.probe = None
         self.snapshot = None
 
