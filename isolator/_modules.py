@@ -325,7 +325,7 @@ class _Reinstate:
                 fresh[3]()  # a project module's containers, emptied or refilled in place
             mods = sys.modules
             for name in fresh[1]:
-                if name not in mods:
+                if name not in mods and not FINDER.bring_back(name):
                     try:
                         importlib.import_module(name)
                     except Exception:
@@ -539,6 +539,49 @@ class UnloadedFinder:
             return None
         finally:
             self._finding = False
+
+    def bring_back(self, name: str) -> bool:
+        """Reinstate an unloaded module that a reinstated module's first import imported,
+        without the import system's machinery (module lock, spec, attribute set-up: most of
+        the cost of a reinstatement), when it would find and reinstate the same object:
+        its package is imported, it is found from the same place as at its first import,
+        and its file is unchanged.  Does what the import system does around a load: the
+        audit event, sys.modules before execution and again at the end after its own
+        imports, the binding on its package.  False: not done (import it)."""
+        mod = self.cache.get(name)
+        if mod is None:
+            return False
+        parent_name, _, child = name.rpartition(".")
+        parent = None
+        path = None
+        if parent_name:
+            parent = sys.modules.get(parent_name)
+            path = getattr(parent, "__path__", None)
+            if path is None:
+                return False
+        found = self._found.get(name)
+        fresh = self.fresh.get(mod)
+        if (
+            fresh is None
+            or found is None
+            or found[1] != getattr(mod, "__file__", None)
+            or found[0] != _where(path)
+            or self._rewritten(mod)
+        ):
+            return False
+        sys.audit("import", name, None, sys.path, sys.meta_path, sys.path_hooks)
+        del self.cache[name]
+        mods = sys.modules
+        mods[name] = mod
+        try:
+            _Reinstate(mod, fresh).exec_module(mod)
+        except BaseException:
+            mods.pop(name, None)
+            raise
+        mods[name] = mods.pop(name, mod)
+        if parent is not None:
+            setattr(parent, child, mod)
+        return True
 
     def invalidate_caches(self) -> None:
         # importlib.invalidate_caches(): files may have appeared where imports look.

@@ -437,8 +437,8 @@ class Resetter:
         files.defaults_written = False
         if _thread._count() != self.thread_count:
             self._check_threads(out)
-        for site in out.reset:
-            self.reset_counts[site] += 1
+        if out.reset:
+            self.reset_counts.update(out.reset)  # counted in C
         return out
 
     def _reset_table(

@@ -190,6 +190,61 @@ def test_second():
     result.assert_outcomes(passed=2)
 
 
+def test_the_modules_a_reinstated_module_imported_come_back_in_import_order(
+    pytester: pytest.Pytester,
+) -> None:
+    # ``libpkg.top`` imports ``libpkg.leaf`` at its import; both are library modules
+    # (outside the rootdir) imported only by tests. When a later test imports ``top``
+    # again, ``leaf`` comes back too without being executed again: the same object, bound
+    # on its package, before ``top`` in sys.modules (as a first import orders them); and
+    # a test that imports neither finds neither, as in a fresh process.
+    lib = pytester.mkdir("lib")
+    pkg = lib / "libpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "leaf.py").write_text(
+        "import sys\nsys.leaf_runs = getattr(sys, 'leaf_runs', 0) + 1\nVALUE = 42\n"
+    )
+    (pkg / "top.py").write_text("from libpkg import leaf\nDOUBLE = leaf.VALUE * 2\n")
+    proj = pytester.mkdir("proj")
+    (proj / "conftest.py").write_text(f"import sys\nsys.path.insert(0, {str(lib)!r})\n")
+    (proj / "test_lib.py").write_text(
+        """
+import sys
+
+def _check():
+    import libpkg.top
+    leaf = sys.modules["libpkg.leaf"]
+    assert libpkg.top.leaf is leaf and libpkg.leaf is leaf
+    assert libpkg.top.DOUBLE == 84 and sys.leaf_runs == 1
+    names = list(sys.modules)
+    assert names.index("libpkg") < names.index("libpkg.leaf") < names.index("libpkg.top")
+
+def test_first():
+    _check()
+
+def test_neither():
+    assert "libpkg.top" not in sys.modules and "libpkg.leaf" not in sys.modules
+
+def test_second():
+    _check()
+"""
+    )
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "isolator",
+        "--reset=minimal",
+        "--rootdir",
+        str(proj),
+        str(proj / "test_lib.py"),
+    )
+    result.assert_outcomes(passed=3)
+
+
 def test_a_project_module_imported_by_tests_comes_back_as_its_import_left_it(
     pytester: pytest.Pytester,
 ) -> None:
