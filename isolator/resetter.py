@@ -174,7 +174,7 @@ class Resetter:
         self.tables: dict[str, StateTable] = {}
         self.reach = Reach(self.tables)
         self.probe_snaps: list[Any] = []
-        self.modules = _modules.ModulesProbe()
+        self.modules: _modules.ModulesProbe  # the sys.modules baseline, made by start()
         self.started = False
         self.project: set[str] = set()
         self.swapped: list[types.ModuleType] = []
@@ -193,6 +193,9 @@ class Resetter:
         self.memo: dict[tuple[str, object], tuple[object, int, int]] = {}
         self.memo_kept: list[str] = []
         self._module_names_seen: set[str] = set()
+        # A module file -> whether it is project code (by where it is: the rootdir, not a
+        # site-packages directory, not isolator); asked for every module more than once.
+        self._where_project: dict[str, bool] = {}
 
     # ------------------------------------------------------------- classification
 
@@ -207,12 +210,17 @@ class Resetter:
         f = getattr(mod, "__file__", None)
         if not isinstance(f, str):
             return False
-        f = os.path.abspath(f)
-        return (
-            f.startswith(self.rootdir)
-            and not any(m in f for m in _LIB_MARKERS)
-            and not f.startswith(_ISOLATOR_DIR)
-        )
+        known = self._where_project.get(f)
+        if known is None:
+            a = os.path.abspath(f)
+            known = (
+                a.startswith(self.rootdir)
+                and not any(m in a for m in _LIB_MARKERS)
+                and not a.startswith(_ISOLATOR_DIR)
+            )
+            if a == f:
+                self._where_project[f] = known  # a relative name depends on the cwd
+        return known
 
     # ------------------------------------------------------------- baseline
 
