@@ -28,7 +28,13 @@ def write_summary(core: IsolatorPlugin, tr: Any) -> None:
     if r.memo_kept:
         tr.write_line(
             f"kept {len(r.memo_kept)} memo entr{'y' if len(r.memo_kept) == 1 else 'ies'} "
-            "declared in `keep` or recomputed the same after a reset (learn_memo): "
+            "declared in `keep` or recomputed the same after a reset (learn_memo"
+            + (
+                f"; {r.memo_prior_kept} as in an earlier run of the same code"
+                if r.memo_prior_kept
+                else ""
+            )
+            + "): "
             + ", ".join(r.memo_kept[:_TOP])
         )
     if core.recovered:

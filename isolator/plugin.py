@@ -47,6 +47,8 @@ MODES = ("none", "minimal", "full", "fork")
 WRITES_KEY: pytest.StashKey[list[str]] = pytest.StashKey()
 UNRESTORABLE_KEY: pytest.StashKey[list[tuple[str, str]]] = pytest.StashKey()
 FORK_FILE = "fork.json"
+MEMO_FILE = "memo.json"
+MEMO_SCHEMA = "isolator.memo/1"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -132,6 +134,7 @@ class IsolatorPlugin:
         self._progress_fd: int | None = None
         self.conftests: list[str] = []
         self._results: Any = None
+        self.memo_code: str | None = None  # Resetter.code_stamp() when memo knowledge was loaded
         self._index = 0
         self.module_of: dict[int, tuple[object, Any]] = {}
 
@@ -184,6 +187,7 @@ class IsolatorPlugin:
                 self.resetter.stop()
                 self.active = False
                 self._save_forks()
+                self._save_memo()
 
     def _start(self, session: pytest.Session) -> None:
         from isolator._files import recover_journal
@@ -239,6 +243,8 @@ class IsolatorPlugin:
         self.conftests = [
             n for n in self.resetter.project if n == "conftest" or n.endswith(".conftest")
         ]
+        if self.resetter.learn_memo:
+            self._load_memo()
         self.active = True
         self.forked = self._load_forks()
         self.fork_plan = self._fork_plan(session.items)
@@ -358,6 +364,56 @@ class IsolatorPlugin:
         if not isinstance(data, dict):
             return {}
         return {str(k): str(v) for k, v in data.items()}
+
+    def _load_memo(self) -> None:
+        """Memo entries verified by an earlier run of the same code (see
+        ``Resetter.code_stamp``) are kept at first sight: no second computation, no
+        comparison.  Knowledge from other code or another interpreter is ignored."""
+        r = self.resetter
+        assert r is not None
+        self.memo_code = r.code_stamp()
+        path = self.store / MEMO_FILE
+        if not path.exists():
+            return
+        try:
+            data = read_json(path)
+        except StoreError as exc:
+            sys.stderr.write(f"isolator: ignoring {exc}\n")
+            return
+        if (
+            not isinstance(data, dict)
+            or data.get("schema") != MEMO_SCHEMA
+            or data.get("code") != self.memo_code
+            or not isinstance(data.get("sites"), dict)
+        ):
+            return
+        r.memo_prior = {
+            str(site): {str(k) for k in keys}
+            for site, keys in data["sites"].items()
+            if isinstance(keys, list)
+        }
+
+    def _save_memo(self) -> None:
+        r = self.resetter
+        if r is None or not r.memo_verified or self.memo_code is None:
+            return
+        sites = {site: set(keys) for site, keys in r.memo_prior.items()}
+        grew = False
+        for site, keys in r.memo_verified.items():
+            known = sites.setdefault(site, set())
+            grew = grew or not keys <= known
+            known |= keys
+        if not grew:
+            return
+        data = {
+            "schema": MEMO_SCHEMA,
+            "code": self.memo_code,
+            "sites": {site: sorted(keys) for site, keys in sorted(sites.items())},
+        }
+        try:
+            write_json_atomic(self.store / MEMO_FILE, data)
+        except OSError as exc:
+            sys.stderr.write(f"isolator: cannot write {self.store / MEMO_FILE}: {exc}\n")
 
     def _save_forks(self) -> None:
         new = {

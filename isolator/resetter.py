@@ -110,6 +110,19 @@ def _owner(t: StateTable, site: str) -> str:
 _LEFT: Final = "left as the test left it, beside state that cannot be copied"
 
 
+_STABLE_ATOMS: Final = (str, bytes, int, float, bool, type(None))
+
+
+def _stable_repr(key: object) -> str | None:
+    """``repr(key)`` when it names the same key in another process (atoms and tuples of
+    them: no addresses, no hash order), else None."""
+    if type(key) in _STABLE_ATOMS or (
+        isinstance(key, tuple) and type(key) is tuple and all(type(x) in _STABLE_ATOMS for x in key)
+    ):
+        return repr(key)
+    return None
+
+
 def settle_gc() -> None:
     """Move the baseline's new objects straight into the oldest GC generation.
 
@@ -191,6 +204,12 @@ class Resetter:
         self.keep = keep
         # (site, key) -> (last value, times recomputed the same in a row, times different)
         self.memo: dict[tuple[str, object], tuple[object, int, int]] = {}
+        # Memo entries verified in an earlier run of the same code (see code_stamp): site
+        # -> reprs of keys whose entries were recomputed the same there; kept at first
+        # sight here.  ``memo_verified``: the same, found in this run (to be saved).
+        self.memo_prior: dict[str, set[str]] = {}
+        self.memo_verified: dict[str, set[str]] = {}
+        self.memo_prior_kept = 0
         self.memo_kept: list[str] = []
         self._module_names_seen: set[str] = set()
         # A module file -> whether it is project code (by where it is: the rootdir, not a
@@ -575,6 +594,12 @@ class Resetter:
             key = (site, k)
             seen = self.memo.get(key)
             if seen is None:
+                name = _stable_repr(k)
+                if name is not None and name in self.memo_prior.get(site, ()):
+                    keep.append((k, v))  # recomputed the same in an earlier run
+                    self.memo_prior_kept += 1
+                    self.memo_verified.setdefault(site, set()).add(name)
+                    continue
                 self.memo[key] = (v, 0, 0)
                 continue
             if seen[2] >= _MEMO_MISSES:
@@ -582,6 +607,9 @@ class Resetter:
             if same_value(seen[0], v):
                 self.memo[key] = (v, seen[1] + 1, seen[2])
                 keep.append((k, v))
+                name = _stable_repr(k)
+                if name is not None:
+                    self.memo_verified.setdefault(site, set()).add(name)
             else:
                 self.memo[key] = (v, 0, seen[2] + 1)
         if len(keep) != len(added):
@@ -590,6 +618,23 @@ class Resetter:
             snap[k] = v
             self.memo_kept.append(f"{site}[{k!r}]")
         return True
+
+    def code_stamp(self) -> str:
+        """What memo knowledge from another run is valid for: this interpreter and the
+        project's module files as they are (path, size, modification time).  A memo entry
+        recomputed the same by this code is recomputed the same by it again."""
+        import hashlib
+
+        h = hashlib.sha256(f"{sys.version}\0{sys.executable}".encode())
+        for name in sorted(self.project):
+            f = getattr(sys.modules.get(name), "__file__", None)
+            if isinstance(f, str):
+                try:
+                    st = os.stat(f)
+                except OSError:
+                    continue
+                h.update(f"\0{f}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+        return h.hexdigest()
 
     def _absorb_submodules(self, kept: list[str]) -> None:
         """Submodules imported and kept stay bound on their (tracked) parent package."""

@@ -731,6 +731,63 @@ def test_memo_entries_are_kept_only_when_nothing_beside_them_changed(
     assert "(learn_memo): test_memo:MEMO['x']\n" in result.stdout.str()
 
 
+def test_memo_entries_verified_in_an_earlier_run_of_the_same_code_are_kept_at_once(
+    pytester: pytest.Pytester,
+) -> None:
+    # The first run computes the memo entry twice (the second computation is the evidence
+    # that it is a memo: recomputed the same) and stores that knowledge; a second run of
+    # the same code keeps the entry at first sight and computes it once; once the code
+    # changes, the knowledge is not used (two computations again).  Computations are
+    # counted on sys, which isolator never resets.
+    pytester.makeconftest(
+        """
+        import sys
+
+        def pytest_terminal_summary(terminalreporter):
+            terminalreporter.write_line(f"COMPUTED={getattr(sys, 'computed', 0)}")
+        """
+    )
+    pytester.makepyfile(
+        memo="""
+        import sys
+
+        GRAMMARS = {}
+
+        def grammar(version):
+            if version not in GRAMMARS:
+                sys.computed = getattr(sys, "computed", 0) + 1
+                GRAMMARS[version] = {"version": version, "rules": [[version, i] for i in range(5)]}
+            return GRAMMARS[version]
+        """,
+        test_memo="""
+        import memo
+
+        def test_1():
+            assert memo.grammar((3, 11))["version"] == (3, 11)
+
+        def test_2():
+            assert memo.grammar((3, 11))["rules"][4] == [(3, 11), 4]
+
+        def test_3():
+            assert len(memo.grammar((3, 11))["rules"]) == 5
+        """,
+    )
+    first = _isolated(pytester)
+    first.assert_outcomes(passed=3)
+    first.stdout.fnmatch_lines(["*kept 1 memo entry*(learn_memo): memo:GRAMMARS*", "COMPUTED=2"])
+    assert (pytester.path / ".isolator" / "memo.json").exists()
+    second = _isolated(pytester)
+    second.assert_outcomes(passed=3)
+    second.stdout.fnmatch_lines(["*1 as in an earlier run of the same code*", "COMPUTED=1"])
+    (pytester.path / "memo.py").write_text(
+        (pytester.path / "memo.py").read_text() + "\nCHANGED = True\n"
+    )
+    third = _isolated(pytester)
+    third.assert_outcomes(passed=3)
+    third.stdout.fnmatch_lines(["COMPUTED=2"])
+    assert "earlier run" not in third.stdout.str()
+
+
 def test_library_modules_stay_plain_modules_and_their_writes_are_reset(
     pytester: pytest.Pytester,
 ) -> None:
