@@ -295,9 +295,11 @@ def _mt_fingerprint_reader() -> Callable[[], object] | None:
         if index.value != state[624] or list(words) != list(state[:4]):
             return None
         gauss = operator.attrgetter("gauss_next")
+        # The index and the first words, read as raw bytes in one call.
+        raw = memoryview((ctypes.c_char * (ctypes.sizeof(ctypes.c_int) + 16)).from_address(base))
 
         def read() -> object:
-            return (index.value, words[0], words[1], words[2], words[3], gauss(inst))
+            return (raw.tobytes(), gauss(inst))
 
         return read
     except Exception:
@@ -330,7 +332,9 @@ def _decimal_take() -> tuple[decimal.Context, tuple[object, ...], decimal.Contex
 def _decimal_diff(snap: tuple[decimal.Context, tuple[object, ...], decimal.Context]) -> list[str]:
     ctx, state, _ = snap
     now = decimal.getcontext()
-    return [] if now is ctx and _decimal_state(now) == state else ["<decimal>"]
+    if now is ctx and _DECIMAL_SCALARS(now) == state[0] and now.traps == state[1]:
+        return []  # (no copy of the traps made to compare them)
+    return ["<decimal>"]
 
 
 def _decimal_put(
@@ -408,6 +412,8 @@ def _stdio_take() -> tuple[Any, Any, Any]:
 
 
 def _stdio_diff(snap: tuple[Any, Any, Any]) -> list[str]:
+    if sys.stdin is snap[0] and sys.stdout is snap[1] and sys.stderr is snap[2]:
+        return []
     names = ("stdin", "stdout", "stderr")
     return [f"<sys.{n}>" for n, old in zip(names, snap) if getattr(sys, n) is not old]
 
@@ -424,6 +430,8 @@ def _sys_hooks_take() -> tuple[object, ...]:
 
 
 def _sys_hooks_diff(snap: tuple[object, ...]) -> list[str]:
+    if not any(map(operator.is_not, _sys_hooks_take(), snap)):
+        return []
     return [f"sys:{n}" for n, old in zip(_SYS_HOOKS, snap) if getattr(sys, n, None) is not old]
 
 

@@ -626,7 +626,7 @@ class Resetter:
         import hashlib
 
         h = hashlib.sha256(f"{sys.version}\0{sys.executable}".encode())
-        for name in sorted(self.project):
+        for name in sorted(self.project - {"__main__"}):  # the program: pytest or isolator
             f = getattr(sys.modules.get(name), "__file__", None)
             if isinstance(f, str):
                 try:
