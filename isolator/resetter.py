@@ -297,7 +297,11 @@ class Resetter:
         every other tracked container (compared before and after the import)."""
         scope = self.reach.all()
         tags = b"".join([v for t in scope.tagged for v in t.vviews])
-        return self.probe_diffs(), tags, [_length(x) for x in scope.lives]
+        try:
+            lengths = list(map(len, scope.lives))  # in C; instance watches have no len()
+        except Exception:
+            lengths = [_length(x) for x in scope.lives]
+        return self.probe_diffs(), tags, lengths
 
     def _module_snapshot(self, mod: types.ModuleType) -> Callable[[], None] | None:
         """For a project module a test imported: its tracked state right after its import,
