@@ -175,18 +175,7 @@ def test_second():
     _check()
 """
     (proj / "test_lib.py").write_text(body)
-    result = pytester.runpytest_subprocess(
-        "-p",
-        "no:randomly",
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "isolator",
-        "--reset=minimal",
-        "--rootdir",
-        str(proj),
-        str(proj / "test_lib.py"),
-    )
+    result = _run(pytester, "--rootdir", str(proj), str(proj / "test_lib.py"))
     result.assert_outcomes(passed=2)
 
 
@@ -230,18 +219,7 @@ def test_second():
     _check()
 """
     )
-    result = pytester.runpytest_subprocess(
-        "-p",
-        "no:randomly",
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "isolator",
-        "--reset=minimal",
-        "--rootdir",
-        str(proj),
-        str(proj / "test_lib.py"),
-    )
+    result = _run(pytester, "--rootdir", str(proj), str(proj / "test_lib.py"))
     result.assert_outcomes(passed=3)
 
 
