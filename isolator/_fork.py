@@ -10,6 +10,7 @@ parent's, and every test is reported when it ran.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import struct
@@ -86,7 +87,7 @@ class ForkRunner:
         data = _read_message(child.reports)
         got = _reports(item, data)
         # An error message means the child stopped after it (see _child_loop).
-        if keep and got and isinstance(data, list):
+        if keep and got and isinstance(data, dict) and "error" not in data:
             self.chain = child
         else:
             self.chain = None
@@ -144,16 +145,24 @@ def _child_loop(
     by_id: dict[str, pytest.Item] | None = None
     cmd = os.fdopen(cmd_fd, "rb")
     out = os.fdopen(rep_fd, "wb")
+    logged = _Logged.install(config)
     if before is not None:
         before()
     while True:
         try:
             # The last test of a child tears everything down, as in a process of its own.
-            reports = runtestprotocol(item, nextitem=nextitem if keep else None, log=False)
-            payload: Any = [
-                config.hook.pytest_report_to_serializable(config=config, report=rep)
-                for rep in reports
-            ]
+            logged.reports.clear()
+            reports = _in_order(
+                runtestprotocol(item, nextitem=nextitem if keep else None, log=False),
+                logged.reports,
+            )
+            payload: Any = {
+                "reports": [
+                    config.hook.pytest_report_to_serializable(config=config, report=rep)
+                    for rep in reports
+                ],
+                "failed_subtests": _failed_subtests(config).get(_node_key(item), 0),
+            }
         except BaseException:
             payload = {"error": traceback.format_exc()}
             keep = False
@@ -185,6 +194,44 @@ def _child_loop(
     return 0
 
 
+class _Logged:
+    """In a child: the reports logged while a test runs besides its phases' (subtests
+    log one per failed or passed subtest), sent to the parent with them.  The child's
+    terminal reporter goes: the parent reports everything the child sends, once."""
+
+    def __init__(self) -> None:
+        self.reports: list[pytest.TestReport] = []
+
+    @classmethod
+    def install(cls, config: pytest.Config) -> _Logged:
+        logged = cls()
+        pm = config.pluginmanager
+        terminal = pm.get_plugin("terminalreporter")
+        if terminal is not None:
+            pm.unregister(terminal)
+        pm.register(logged, "isolator-forked-child-reports")
+        return logged
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.reports.append(report)
+
+
+def _in_order(
+    phases: list[pytest.TestReport], logged: list[pytest.TestReport]
+) -> list[pytest.TestReport]:
+    """The phase reports with the reports logged during the call before the call's."""
+    if not logged:
+        return phases
+    out: list[pytest.TestReport] = []
+    for rep in phases:
+        if rep.when == "call":
+            out += logged
+            logged = []
+        out.append(rep)
+    return out + logged
+
+
 def _read_message(f: IO[bytes]) -> Any:
     """One message from a child, or None when it died before sending it all."""
     head = f.read(_HEADER.size)
@@ -213,18 +260,38 @@ def _finish(child: _Child) -> int:
 
 def _reports(item: pytest.Item, data: Any) -> list[pytest.TestReport]:
     config = item.config
-    if isinstance(data, dict):
-        return [_crash_report(item, f"isolator: in the forked child: {data.get('error')}")]
-    if not isinstance(data, list):
+    if not isinstance(data, dict):
         return []
+    if "error" in data:
+        return [_crash_report(item, f"isolator: in the forked child: {data.get('error')}")]
+    failed = data.get("failed_subtests", 0)
+    if isinstance(failed, int) and failed > 0:
+        # What pytest counts in the test's process to fail a test whose subtests failed,
+        # counted here too, where its reports are shown.
+        counts = _failed_subtests(config)
+        counts[_node_key(item)] = counts.get(_node_key(item), 0) + failed
     got: list[pytest.TestReport] = []
-    for d in data:
+    for d in data.get("reports", ()):
         rep = config.hook.pytest_report_from_serializable(config=config, data=d)
         if rep.skipped and isinstance(rep.longrepr, list):
             # JSON has no tuples; pytest expects (path, lineno, reason) for skips.
             rep.longrepr = tuple(rep.longrepr)
         got.append(rep)
     return got
+
+
+def _failed_subtests(config: pytest.Config) -> Any:
+    """pytest's count of failed subtests per test (pytest >= 9), else an empty dict."""
+    try:
+        key = getattr(importlib.import_module("_pytest.subtests"), "failed_subtests_key", None)
+    except ImportError:
+        return {}
+    return {} if key is None else config.stash.get(key, {})
+
+
+def _node_key(item: pytest.Item) -> Any:
+    """How pytest keys that count: the structured node id (``item.id``) where it exists."""
+    return getattr(item, "id", item.nodeid)
 
 
 def _crash_report(item: pytest.Item, why: str) -> pytest.TestReport:

@@ -194,3 +194,41 @@ def pytest_sessionfinish(session):
     with open(os.path.join(str(session.config.rootpath), "children.txt"), "w") as f:
         f.write("none" if pid is None else "still running")
 """
+
+
+SUBTESTS = """
+import unittest
+
+class T(unittest.TestCase):
+    def test_unittest_subtests(self):
+        for i in range(3):
+            with self.subTest(i=i):
+                self.assertNotEqual(i, 1)
+
+def test_subtests_fixture(subtests):
+    for i in range(3):
+        with subtests.test(i=i):
+            assert i != 2
+"""
+
+
+@pytest.mark.skipif(pytest.version_tuple < (9,), reason="subtests are built in from pytest 9")
+def test_a_forked_test_reports_its_subtests_as_in_its_own_process(
+    pytester: pytest.Pytester,
+) -> None:
+    # Subtests log their own reports while the test runs: in a forked child those reach
+    # the parent with the test's phases, and a test whose subtests failed fails, as in a
+    # plain run (before, both tests were reported passed).
+    pytester.makepyfile(test_sub=SUBTESTS)
+    plain = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:isolator")
+    forked = _run(pytester, "--reset=fork")
+    assert "ran 2 test(s) in a forked child" in forked.stdout.str()
+    for result in (plain, forked):
+        result.assert_outcomes(failed=3, passed=1)
+        result.stdout.fnmatch_lines(
+            [
+                "SUBFAILED*test_sub.py::T::test_unittest_subtests - AssertionError: 1 == 1",
+                "SUBFAILED*test_sub.py::test_subtests_fixture - assert 2 != 2",
+                "FAILED test_sub.py::test_subtests_fixture - contains 1 failed subtest",
+            ]
+        )
