@@ -15,6 +15,7 @@ import json
 import os
 import struct
 import traceback
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
@@ -152,16 +153,18 @@ def _child_loop(
         try:
             # The last test of a child tears everything down, as in a process of its own.
             logged.reports.clear()
-            reports = _in_order(
-                runtestprotocol(item, nextitem=nextitem if keep else None, log=False),
-                logged.reports,
-            )
+            # The parent's warnings capture for this test (filters, marks) was in force
+            # when the child was made; what the test warns is recorded here and sent.
+            with warnings.catch_warnings(record=True) as caught:
+                phases = runtestprotocol(item, nextitem=nextitem if keep else None, log=False)
+            reports = _in_order(phases, logged.reports)
             payload: Any = {
                 "reports": [
                     config.hook.pytest_report_to_serializable(config=config, report=rep)
                     for rep in reports
                 ],
                 "failed_subtests": _failed_subtests(config).get(_node_key(item), 0),
+                "warnings": [_warning_to_json(w) for w in caught],
             }
         except BaseException:
             payload = {"error": traceback.format_exc()}
@@ -270,6 +273,15 @@ def _reports(item: pytest.Item, data: Any) -> list[pytest.TestReport]:
         # counted here too, where its reports are shown.
         counts = _failed_subtests(config)
         counts[_node_key(item)] = counts.get(_node_key(item), 0) + failed
+    for w in data.get("warnings", ()):
+        item.ihook.pytest_warning_recorded.call_historic(
+            kwargs=dict(
+                warning_message=_warning_from_json(w),
+                nodeid=item.nodeid,
+                when="runtest",
+                location=None,
+            )
+        )
     got: list[pytest.TestReport] = []
     for d in data.get("reports", ()):
         rep = config.hook.pytest_report_from_serializable(config=config, data=d)
@@ -278,6 +290,41 @@ def _reports(item: pytest.Item, data: Any) -> list[pytest.TestReport]:
             rep.longrepr = tuple(rep.longrepr)
         got.append(rep)
     return got
+
+
+def _warning_to_json(w: warnings.WarningMessage) -> dict[str, Any]:
+    category = w.category
+    return {
+        "category": [category.__module__, category.__qualname__],
+        "message": str(w.message),
+        "filename": str(w.filename),
+        "lineno": w.lineno,
+        "line": w.line,
+    }
+
+
+def _warning_from_json(d: dict[str, Any]) -> warnings.WarningMessage:
+    """A warning recorded in a child, for the parent's warnings summary: its category
+    class where the parent has it (the same modules are imported there), else
+    UserWarning; its message as text."""
+    category: Any = UserWarning
+    try:
+        module, qualname = d["category"]
+        found: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+        if isinstance(found, type) and issubclass(found, Warning):
+            category = found
+    except Exception:
+        pass
+    return warnings.WarningMessage(
+        d.get("message", ""),
+        category,
+        d.get("filename", ""),
+        d.get("lineno", 0),
+        None,
+        d.get("line"),
+    )
 
 
 def _failed_subtests(config: pytest.Config) -> Any:

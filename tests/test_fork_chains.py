@@ -232,3 +232,45 @@ def test_a_forked_test_reports_its_subtests_as_in_its_own_process(
                 "FAILED test_sub.py::test_subtests_fixture - contains 1 failed subtest",
             ]
         )
+
+
+WARNS = """
+import warnings
+import pytest
+
+class MyWarning(UserWarning):
+    pass
+
+def test_warns_deprecation():
+    warnings.warn("old api", DeprecationWarning)
+
+def test_warns_custom():
+    warnings.warn("custom thing", MyWarning)
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_warns_error():
+    warnings.warn("boom", RuntimeWarning)
+"""
+
+
+def test_a_forked_test_reports_its_warnings_as_in_its_own_process(
+    pytester: pytest.Pytester,
+) -> None:
+    # Warnings a test shows in a forked child reach the parent's warnings summary, with
+    # their category (the test module's own class too), and a filterwarnings mark still
+    # turns one into an error (before, a forked run showed no warnings).
+    pytester.makepyfile(test_w=WARNS)
+    plain = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:isolator")
+    forked = _run(pytester, "--reset=fork")
+    assert "ran 3 test(s) in a forked child" in forked.stdout.str()
+    for result in (plain, forked):
+        result.assert_outcomes(failed=1, passed=2, warnings=2)
+        result.stdout.fnmatch_lines(
+            [
+                "*warnings summary*",
+                "test_w.py::test_warns_deprecation",
+                "*test_w.py:*: DeprecationWarning: old api",
+                "test_w.py::test_warns_custom",
+                "*test_w.py:*: MyWarning: custom thing",
+            ]
+        )
