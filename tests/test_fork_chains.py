@@ -220,18 +220,28 @@ def test_a_forked_test_reports_its_subtests_as_in_its_own_process(
     # the parent with the test's phases, and a test whose subtests failed fails, as in a
     # plain run (before, both tests were reported passed).
     pytester.makepyfile(test_sub=SUBTESTS)
+    _same_plain_and_forked(
+        pytester,
+        2,
+        dict(failed=3, passed=1),
+        [
+            "SUBFAILED*test_sub.py::T::test_unittest_subtests - AssertionError: 1 == 1",
+            "SUBFAILED*test_sub.py::test_subtests_fixture - assert 2 != 2",
+            "FAILED test_sub.py::test_subtests_fixture - contains 1 failed subtest",
+        ],
+    )
+
+
+def _same_plain_and_forked(
+    pytester: pytest.Pytester, tests: int, outcomes: dict[str, int], lines: list[str]
+) -> None:
+    """A plain run and a --reset=fork run of pytester's suite report the same."""
     plain = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:isolator")
     forked = _run(pytester, "--reset=fork")
-    assert "ran 2 test(s) in a forked child" in forked.stdout.str()
+    assert f"ran {tests} test(s) in a forked child" in forked.stdout.str()
     for result in (plain, forked):
-        result.assert_outcomes(failed=3, passed=1)
-        result.stdout.fnmatch_lines(
-            [
-                "SUBFAILED*test_sub.py::T::test_unittest_subtests - AssertionError: 1 == 1",
-                "SUBFAILED*test_sub.py::test_subtests_fixture - assert 2 != 2",
-                "FAILED test_sub.py::test_subtests_fixture - contains 1 failed subtest",
-            ]
-        )
+        result.assert_outcomes(**outcomes)
+        result.stdout.fnmatch_lines(lines)
 
 
 WARNS = """
@@ -260,17 +270,15 @@ def test_a_forked_test_reports_its_warnings_as_in_its_own_process(
     # their category (the test module's own class too), and a filterwarnings mark still
     # turns one into an error (before, a forked run showed no warnings).
     pytester.makepyfile(test_w=WARNS)
-    plain = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:isolator")
-    forked = _run(pytester, "--reset=fork")
-    assert "ran 3 test(s) in a forked child" in forked.stdout.str()
-    for result in (plain, forked):
-        result.assert_outcomes(failed=1, passed=2, warnings=2)
-        result.stdout.fnmatch_lines(
-            [
-                "*warnings summary*",
-                "test_w.py::test_warns_deprecation",
-                "*test_w.py:*: DeprecationWarning: old api",
-                "test_w.py::test_warns_custom",
-                "*test_w.py:*: MyWarning: custom thing",
-            ]
-        )
+    _same_plain_and_forked(
+        pytester,
+        3,
+        dict(failed=1, passed=2, warnings=2),
+        [
+            "*warnings summary*",
+            "test_w.py::test_warns_deprecation",
+            "*test_w.py:*: DeprecationWarning: old api",
+            "test_w.py::test_warns_custom",
+            "*test_w.py:*: MyWarning: custom thing",
+        ],
+    )
