@@ -195,9 +195,12 @@ def watch_library_modules(is_project: Any) -> list[types.ModuleType]:
     """Watch plain library modules' namespaces; returns the modules watched (by version
     tag, or where tags cannot be read, by swapping their class)."""
     global WATCH
+    # Once per module object: a module bound under two names (collections.abc is
+    # _collections_abc) has one dict, and a second entry's snapshot would go stale when
+    # the undo log resyncs the first, then "undo" the undo after the next test.
     mods = [
         mod
-        for mod in list(sys.modules.values())
+        for mod in {id(m): m for m in list(sys.modules.values())}.values()
         # sys is left alone: pytest rebinds its attributes around every test phase, and
         # the process probes cover what matters in it.  warnings too: pytest runs each
         # test in catch_warnings(), which rebinds its functions and filters on the way in

@@ -472,3 +472,29 @@ def test_a_module_whose_file_was_rewritten_is_executed_again(pytester: pytest.Py
         """
     )
     _run(pytester, "-v").assert_outcomes(passed=2)
+
+
+def test_a_library_module_under_two_names_is_reset_once_and_stays_reset(
+    pytester: pytest.Pytester,
+) -> None:
+    # A library module bound under a second name in sys.modules (as collections.abc is
+    # _collections_abc): each test that rebinds one of its names must find it as the
+    # baseline had it, however many tests wrote it before.
+    lib = pytester.mkdir("lib")
+    (lib / "twice.py").write_text("VALUE = 'original'\n")
+    proj = pytester.mkdir("proj")
+    (proj / "conftest.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(lib)!r})\n"
+        "import twice\nsys.modules['twice_alias'] = twice\n"
+    )
+    tests = "\n".join(
+        f"def test_{i}():\n"
+        "    import twice\n"
+        "    assert twice.VALUE == 'original'\n"
+        f"    twice.VALUE = 'written by {i}'\n"
+        for i in range(4)
+    )
+    (proj / "test_twice.py").write_text(tests)
+    result = _run(pytester, "-v", "--rootdir", str(proj), str(proj / "test_twice.py"))
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["*twice:VALUE (4)*"])
