@@ -174,7 +174,12 @@ def available() -> bool:
 
 
 def _free_threaded() -> bool:
-    import sysconfig  # only here: its import costs most of a millisecond
+    # POSIX builds name the free-threaded ABI in sys.abiflags ("t"); elsewhere the build
+    # configuration says (importing sysconfig and its data module costs about 2 ms).
+    flags = getattr(sys, "abiflags", None)
+    if flags is not None:
+        return "t" in flags
+    import sysconfig
 
     return bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 
