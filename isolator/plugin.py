@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib.util
+import importlib
 import json
 import os
 import sys
@@ -33,12 +33,11 @@ if TYPE_CHECKING:
 
 _dumps = json.dumps  # our own reference: a test may monkeypatch json.dumps
 
-# Sub-plugins that exist are loaded with us, so that their options are known to pytest.
-pytest_plugins = [
-    name
-    for name in ("isolator._schedplugin", "isolator._depsplugin")
-    if importlib.util.find_spec(name) is not None
-]
+# Sub-plugins, registered with us so that their options are known to pytest (by
+# pytest_plugin_registered below, not ``pytest_plugins``: pytest would load those through its
+# assertion rewriter, see isolator/__init__.py).
+_SUB_PLUGINS = ("isolator._schedplugin", "isolator._depsplugin")
+
 
 MODES = ("none", "minimal", "full", "fork")
 # Per-test records in item.stash, as plain lists (a resetting run does not import the
@@ -49,6 +48,15 @@ UNRESTORABLE_KEY: pytest.StashKey[list[tuple[str, str]]] = pytest.StashKey()
 FORK_FILE = "fork.json"
 MEMO_FILE = "memo.json"
 MEMO_SCHEMA = "isolator.memo/1"
+
+
+def pytest_plugin_registered(plugin: object, manager: pytest.PytestPluginManager) -> None:
+    # Right after this module's registration, where pytest would load ``pytest_plugins``:
+    # the sub-plugins' hooks keep their place relative to ours.
+    if plugin is sys.modules[__name__]:
+        for name in _SUB_PLUGINS:
+            if manager.get_plugin(name) is None and not manager.is_blocked(name):
+                manager.register(importlib.import_module(name), name)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
