@@ -722,8 +722,10 @@ class ModulesProbe:
             # objects, in order (imports append); then nothing was replaced or deleted, and
             # the rest is what was added.  (map stops at the end of the snapshot's lists.)
             keys, values = self._snap_lists()
-            if not any(map(operator.is_not, mods.values(), values)) and not any(
-                map(operator.is_not, mods, keys)
+            # Values by identity; names by equality (a list compare, in C: an equal name
+            # is the same key).
+            if not any(map(operator.is_not, mods.values(), values)) and (
+                list(itertools.islice(mods, n)) == keys
             ):
                 return sorted(itertools.islice(mods, n, None)), [], []
         # Set differences and a map over the snapshot run in C: a test that imports a
