@@ -199,3 +199,89 @@ def cell_for(live: object) -> ctypes.c_uint64 | None:
     if ctypes.c_void_p.from_address(id(live) + _VALUES_OFFSET).value and not split_dicts_tagged():
         return None  # split / inline-values dict whose stores bypass the tag (3.13)
     return ctypes.c_uint64.from_address(id(live) + _TAG_OFFSET)
+
+
+# The entry table of a combined dict (3.11-3.13 default builds): ``ma_keys`` points to a
+# keys object {dk_refcnt, dk_log2_size, dk_log2_index_bytes, dk_kind, dk_version,
+# dk_usable, dk_nentries, dk_indices[1 << dk_log2_index_bytes]} followed by the entries in
+# insertion order; a table of str keys holds {me_key, me_value} pointer pairs.  Comparing
+# the first n entries' bytes with an earlier copy says whether those n keys are still
+# there, in order, bound to the same objects, without touching a key or value object
+# (iterating a dict increments each one's reference count: a cache miss per object).
+_KEYS_OFFSET = 4 * _PTR
+_LOG2_INDEX_BYTES = 9
+_KIND = 10
+_NENTRIES = 24
+_INDICES = 32
+ENTRY = 2 * _PTR  # an entry of a table of str keys
+_str_kind = [-1]  # dk_kind of such a table, as the self-test read it
+
+
+def _keys_of(d: dict[Any, Any]) -> int:
+    return int(ctypes.c_void_p.from_address(id(d) + _KEYS_OFFSET).value or 0)
+
+
+def _read_entries(d: dict[Any, Any], n: int | None) -> bytes | None:
+    keys = _keys_of(d)
+    if not keys or ctypes.c_void_p.from_address(id(d) + _VALUES_OFFSET).value:
+        return None  # a split table (an instance dict)
+    head = ctypes.string_at(keys, _INDICES)
+    if head[_KIND] != _str_kind[0]:
+        return None
+    used = int.from_bytes(head[_NENTRIES : _NENTRIES + 8], sys.byteorder, signed=True)
+    if n is None:
+        n = used
+    elif used < n:
+        return None
+    start = keys + _INDICES + (1 << head[_LOG2_INDEX_BYTES])
+    return ctypes.string_at(start, n * ENTRY)
+
+
+def _entries_self_test() -> bool:
+    """Whether entry tables are laid out as above: the image names the very key and value
+    objects in order, and moves on a replacement or a deletion, not on an append or a
+    resize."""
+    if _PTR != 8 or not (3, 11) <= sys.version_info[:2] <= (3, 13):
+        return False
+    names = [f"_isolator_entry_{i}" for i in range(5)]
+    values = [object() for _ in names]
+    d = dict(zip(names, values))
+    _str_kind[0] = ctypes.string_at(_keys_of(d), _INDICES)[_KIND]
+    image = _read_entries(d, len(names))
+    if image is None:
+        return False
+    ptrs = memoryview(image).cast("Q").tolist()
+    if ptrs != [p for k, v in zip(names, values) for p in (id(k), id(v))]:
+        return False
+    for i in range(200):  # appends and resizes keep the prefix
+        d[f"_isolator_more_{i}"] = i
+    if _read_entries(d, len(names)) != image:
+        return False
+    d[names[2]] = object()
+    if _read_entries(d, len(names)) == image:
+        return False
+    d[names[2]] = values[2]
+    if _read_entries(d, len(names)) != image:
+        return False
+    del d[names[1]]
+    return _read_entries(d, len(names)) != image
+
+
+def entries_image(d: dict[Any, Any], n: int | None = None) -> bytes | None:
+    """Bytes naming the (key, value) objects of ``d``'s first ``n`` entries (all by
+    default), deleted entries included, or None when they cannot be read here (then
+    compare the dict itself).  Entries are only appended until the table is rebuilt, so
+    an unchanged prefix means those keys are still bound to the same objects."""
+    ok = _state.get("entries")
+    if ok is None:
+        try:
+            ok = available() and _entries_self_test()
+        except Exception:
+            ok = False
+        _state["entries"] = ok
+    if not ok or type(d) is not dict:
+        return None
+    try:
+        return _read_entries(d, n)
+    except Exception:
+        return None

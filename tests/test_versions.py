@@ -1,0 +1,58 @@
+"""The dict internals isolator reads (isolator._versions), against the dicts themselves."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from isolator import _versions
+
+
+def _image_or_skip(d: dict[str, object], n: int | None = None) -> bytes:
+    image = _versions.entries_image(d, n)
+    if image is None:
+        pytest.skip(f"entry tables are not read on {sys.version_info[:2]}")
+    return image
+
+
+def test_an_entry_table_image_moves_on_a_rebinding_or_a_deletion_only() -> None:
+    d: dict[str, object] = {f"name{i}": object() for i in range(8)}
+    image = _image_or_skip(d)
+    n = len(image) // _versions.ENTRY
+    assert n == 8
+    for i in range(300):  # appends, and the resizes they bring, keep the prefix
+        d[f"more{i}"] = i
+    assert _versions.entries_image(d, n) == image
+    old = d["name3"]
+    d["name3"] = object()
+    assert _versions.entries_image(d, n) != image
+    d["name3"] = old
+    assert _versions.entries_image(d, n) == image
+    del d["name5"]
+    assert _versions.entries_image(d, n) != image
+    d["name5"] = None
+    assert _versions.entries_image(d, n) != image
+
+
+def test_an_image_with_deleted_entries_still_names_the_live_ones() -> None:
+    # sys.modules after a test's modules were unloaded: holes stay in the table until it
+    # is rebuilt, and a prefix equal to the image still means "nothing replaced".
+    d: dict[str, object] = {f"name{i}": object() for i in range(6)}
+    del d["name2"]
+    image = _image_or_skip(d)
+    assert len(image) // _versions.ENTRY == 6  # the hole is in the table
+    d["added"] = object()
+    assert _versions.entries_image(d, 6) == image
+    d["name4"] = object()
+    assert _versions.entries_image(d, 6) != image
+
+
+def test_tables_that_are_not_str_keyed_are_not_read() -> None:
+    _image_or_skip({"a": 1})
+    assert _versions.entries_image({1: "a", 2: "b"}) is None  # type: ignore[arg-type]
+
+    class Sub(dict):  # type: ignore[type-arg]
+        pass
+
+    assert _versions.entries_image(Sub(a=1)) is None
