@@ -389,7 +389,10 @@ class _Capture:
         finally:
             if show is not None and wd.get("_showwarnmsg") is seen:
                 wd["_showwarnmsg"] = show
-        imported = list(mods)[n:] if len(mods) > n else []
+        # The names this import added, read from the end (listing every name would touch
+        # each one: a cache miss per name in the middle of a test).
+        added = len(mods) - n
+        imported = list(itertools.islice(reversed(mods), added))[::-1] if added > 0 else []
         collect_writes()
         pure = (
             not shown
