@@ -671,9 +671,8 @@ class ModulesProbe:
         self.n = len(self.snap)
         self.ext_families = {n.partition(".")[0] for n, m in self.snap.items() if is_extension(m)}
         self._clean: tuple[dict[str, Any], Any, int, int] | None = None
-        # (snap, its tag cell, its tag, the bytes of sys.modules' entry table) when the
-        # two were last known equal: see _changes.
-        self._image: tuple[dict[str, Any], Any, int, bytes] | None = None
+        # The bytes of sys.modules' entry table when ``_clean`` was taken: see _changes.
+        self._image: bytes | None = None
         self._lists: tuple[dict[str, Any], int, list[str], list[Any]] | None = None
         self._library: dict[str, types.ModuleType] = {}  # unloaded before, not project code
         self._mark_clean()
@@ -687,9 +686,7 @@ class ModulesProbe:
         cell = _versions.cell_for(self.snap)
         if cell is not None:
             self._clean = (self.snap, cell, cell.value, self._mods_tag.value)
-            image = _versions.entries_image(sys.modules)
-            if image is not None:
-                self._image = (self.snap, cell, cell.value, image)
+            self._image = _versions.entries_image(sys.modules)
 
     def diff(self) -> tuple[list[str], list[str], list[str]]:
         """(added, replaced, deleted) names; the common case is two integer reads."""
@@ -727,13 +724,14 @@ class ModulesProbe:
     def _changes(self) -> tuple[list[str], list[str], list[str]]:
         mods, snap = sys.modules, self.snap
         n = len(snap)
-        image = self._image
+        image, clean = self._image, self._clean
         if (
             image is not None
+            and clean is not None
             and len(mods) >= n
-            and image[0] is snap
-            and image[1].value == image[2]
-            and _versions.entries_image(mods, len(image[3]) // _versions.ENTRY) == image[3]
+            and clean[0] is snap
+            and clean[1].value == clean[2]
+            and _versions.entries_image(mods, len(image) // _versions.ENTRY) == image
         ):
             # sys.modules' entry table starts as it was when it equalled the snapshot (the
             # same keys bound to the same objects, read without touching a module), so
