@@ -38,7 +38,7 @@ def _imports(filename: str, mtime_ns: int, package: str) -> frozenset[str]:
     except OSError:
         return frozenset()
     out: set[str] = set()
-    for m in _IMPORT_RE.finditer(text):
+    for m in _import_matches(text):
         frm, names, plain = m.group(1), m.group(2), m.group(3)
         if plain is not None:
             for part in plain.split(","):
@@ -60,6 +60,29 @@ def _imports(filename: str, mtime_ns: int, package: str) -> frozenset[str]:
             if name and name != "*":
                 out.add(f"{base}.{name}")
     return frozenset(out)
+
+
+def _import_matches(text: str) -> list[re.Match[str]]:
+    """What ``_IMPORT_RE.finditer(text)`` finds, found faster.
+
+    Every match has the word ``import`` on its first line, so the pattern is tried only at
+    the starts of such lines (a literal search runs at C speed; trying a pattern that
+    starts with ``^`` at every position of a long module takes a millisecond), and, as
+    ``finditer`` does, never inside the previous match (a parenthesized name list)."""
+    out: list[re.Match[str]] = []
+    end = 0
+    last_start = -1
+    pos = text.find("import")
+    while pos >= 0:
+        start = text.rfind("\n", 0, pos) + 1
+        if start != last_start and start >= end:
+            last_start = start
+            m = _IMPORT_RE.match(text, start)
+            if m is not None:
+                out.append(m)
+                end = m.end()
+        pos = text.find("import", max(pos + 6, end))
+    return out
 
 
 def imports_of(modname: str, filename: str | None, package: str | None) -> frozenset[str]:
