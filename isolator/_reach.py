@@ -10,7 +10,7 @@ import operator
 import os
 import re
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from isolator._state import cache_sizer
 
@@ -102,7 +102,7 @@ class Scope:
     slot-only objects through their referents, table by table (see ``_state._SlotCheck``),
     other watches by comparing with their snapshots."""
 
-    def __init__(self, tables: list[StateTable]):
+    def __init__(self, tables: list[StateTable], sizers: dict[int, tuple[Any, Any]] | None = None):
         self.tables = tables
         for t in tables:
             t.split()
@@ -115,7 +115,8 @@ class Scope:
         self.fns = [fn for t in tables for _, fn, _, _ in t.defaults]
         self.fn_defaults = [d for t in tables for _, _, d, _ in t.defaults]
         self.fn_kwdefaults = [kw for t in tables for _, _, _, kw in t.defaults]
-        self.caches = [cache_sizer(fn) for t in tables for _, fn, _ in t.caches]
+        sizers = {} if sizers is None else sizers
+        self.caches = [_sizer(sizers, fn) for t in tables for _, fn, _ in t.caches]
         self.cache_sizes = [n for t in tables for _, _, n in t.caches]
         self.opaque = [(t, i) for t in tables for i in range(len(t.opaque))]
         # The table each flat entry belongs to, to find the dirty tables (slow path only).
@@ -166,6 +167,15 @@ class Scope:
         return [t for t in self.tables if t in hit]  # tables hash by identity
 
 
+def _sizer(sizers: dict[int, tuple[Any, Any]], fn: Any) -> Any:
+    """``cache_sizer(fn)``, made once per cache: the mapping a cache wrapper holds is never
+    replaced (clearing empties it), and finding it walks the wrapper's referents."""
+    got = sizers.get(id(fn))
+    if got is None or got[0] is not fn:
+        got = sizers[id(fn)] = (fn, cache_sizer(fn))
+    return got[1]
+
+
 _CELL = operator.attrgetter("cell_contents")
 _DEFAULTS = operator.attrgetter("__defaults__")
 _KWDEFAULTS = operator.attrgetter("__kwdefaults__")
@@ -180,6 +190,8 @@ class Reach:
         self._all: Scope | None = None
         self._edges: dict[str, set[str]] = {}
         self._names: dict[tuple[str, ...], list[str]] = {}
+        # Memo caches' sizers by id(cache): (cache, sizer).
+        self._sizers: dict[int, tuple[Any, Any]] = {} if previous is None else previous._sizers
         if previous is not None and previous.tables.keys() == tables.keys():
             # Same modules (a fixture's changes joined the baseline): the edges and the
             # modules each scope holds are unchanged; only the scopes' flat copies of the
@@ -218,7 +230,7 @@ class Reach:
 
     def all(self) -> Scope:
         if self._all is None:
-            self._all = Scope(list(self.tables.values()))
+            self._all = Scope(list(self.tables.values()), self._sizers)
         return self._all
 
     def tables_for(self, modname: str, also: list[str]) -> Scope:
@@ -237,6 +249,6 @@ class Reach:
                 seen.add(n)
                 todo.extend(self._neighbours(n) - seen)
             names = self._names[key] = [n for n in sorted(seen) if n in self.tables]
-        got = Scope([self.tables[n] for n in names])
+        got = Scope([self.tables[n] for n in names], self._sizers)
         self._closure[key] = got
         return got
