@@ -102,7 +102,7 @@ class Scope:
     slot-only objects through their referents, table by table (see ``_state._SlotCheck``),
     other watches by comparing with their snapshots."""
 
-    def __init__(self, tables: list[StateTable], sizers: dict[int, tuple[Any, Any]] | None = None):
+    def __init__(self, tables: list[StateTable], sizers: dict[int, tuple[Any, Any]]):
         self.tables = tables
         for t in tables:
             t.split()
@@ -115,7 +115,6 @@ class Scope:
         self.fns = [fn for t in tables for _, fn, _, _ in t.defaults]
         self.fn_defaults = [d for t in tables for _, _, d, _ in t.defaults]
         self.fn_kwdefaults = [kw for t in tables for _, _, _, kw in t.defaults]
-        sizers = {} if sizers is None else sizers
         self.caches = [_sizer(sizers, fn) for t in tables for _, fn, _ in t.caches]
         self.cache_sizes = [n for t in tables for _, _, n in t.caches]
         self.opaque = [(t, i) for t in tables for i in range(len(t.opaque))]
@@ -170,9 +169,10 @@ class Scope:
 def _sizer(sizers: dict[int, tuple[Any, Any]], fn: Any) -> Any:
     """``cache_sizer(fn)``, made once per cache: the mapping a cache wrapper holds is never
     replaced (clearing empties it), and finding it walks the wrapper's referents."""
-    got = sizers.get(id(fn))
+    key = id(fn)
+    got = sizers.get(key)
     if got is None or got[0] is not fn:
-        got = sizers[id(fn)] = (fn, cache_sizer(fn))
+        got = sizers[key] = (fn, cache_sizer(fn))
     return got[1]
 
 
