@@ -311,29 +311,38 @@ def test_ctrl_c_during_confirmation_keeps_what_was_confirmed(tmp_path: Path) -> 
     marker = tmp_path / "marker"
     env = _orders.clean_env()
     env.update(CTRLC_MARKER=str(marker))
+    # A shell that started the tests in the background (`cmd &` without job control,
+    # nohup) hands SIGINT down ignored, and Python keeps it ignored: the command is
+    # started with the default disposition, as a terminal's Ctrl-C would find it.
+    cmd = [*ISOLATOR, "deps", "--jobs", "1", *QUIET]
+    exec_with_sigint = (
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+        "os.execv(sys.argv[1], sys.argv[1:])"
+    )
     proc = subprocess.Popen(
-        [*ISOLATOR, "deps", "--jobs", "1", *QUIET],
+        [sys.executable, "-c", exec_with_sigint, *cmd],
         cwd=suite,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    try:
-        # The pair is run, then its repetitions; the cleaner trial comes after them (in
-        # the same plan) and hangs.  Only the marker is waited for, with a deadline: the
-        # pipes are read once the command has ended (a few lines, far below their size).
-        deadline = time.monotonic() + 180
-        while not marker.exists():
-            assert time.monotonic() < deadline, "the cleaner trial never started"
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    with proc:  # closes the pipes however the test ends
+        try:
+            # The pair is run, then its repetitions; the cleaner trial comes after them
+            # (in the same plan) and hangs.  Only the marker is waited for, with a
+            # deadline: the pipes are read once the command has ended (a few lines, far
+            # below their size).
+            deadline = time.monotonic() + 180
+            while not marker.exists():
+                assert time.monotonic() < deadline, "the cleaner trial never started"
+                assert proc.poll() is None, proc.communicate()
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     assert "interrupted; kept 1 confirmed dependencies" in err
