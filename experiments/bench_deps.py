@@ -414,6 +414,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-dtp", action="store_true")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
+    problem = harness.missing_plotting("bench_deps")
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return 2
     names = [n.strip() for n in args.suites.split(",") if n.strip()]
     unknown = [n for n in names if n != "statekinds" and n not in suites.SPECS]
     if unknown or args.repeat < 1 or args.rounds < 1:

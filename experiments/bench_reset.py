@@ -330,19 +330,28 @@ def main(argv: list[str] | None = None) -> int:
         help=f"1 repeat, no warm-up, modes {','.join(QUICK_MODES)} unless --modes/--repeat",
     )  # fmt: skip
     parser.add_argument("--explain", type=int, default=10, help="mismatches to rerun alone")
-    parser.add_argument("--out", type=Path, default=RESULTS, help="directory for JSON and PNG")
+    parser.add_argument(
+        "--out", type=Path, default=None,
+        help="directory for JSON and PNG (default experiments/results; with --render, the "
+        "directory of that JSON)",
+    )  # fmt: skip
     parser.add_argument(
         "--render", type=Path, metavar="JSON",
         help="only re-print the table and rewrite PNG/Markdown from an earlier reset.json",
     )  # fmt: skip
     args = parser.parse_args(argv)
+    problem = harness.missing_plotting("bench_reset")
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return 2
     if args.render is not None:
         try:
             earlier: dict[str, Any] = json.loads(args.render.read_text())
         except (OSError, ValueError) as exc:
             print(f"bench_reset: error: cannot read {args.render}: {exc}", file=sys.stderr)
             return 2
-        return _report(earlier, args.out)
+        # Re-rendering an earlier run rewrites its own PNG and Markdown, not the latest's.
+        return _report(earlier, args.out or args.render.resolve().parent)
 
     names = [s.strip() for s in args.suites.split(",") if s.strip()]
     unknown = [n for n in names if n not in suites.SPECS]
@@ -386,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
                 results["suites"][name] = {"error": str(exc)}
     results["machine"]["load_avg_at_end"] = os.getloadavg()
 
-    return _report(results, args.out)
+    return _report(results, args.out or RESULTS)
 
 
 def _report(results: dict[str, Any], out: Path) -> int:

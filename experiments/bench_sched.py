@@ -417,6 +417,10 @@ def main(argv: list[str] | None = None) -> int:
         "--out", default="sched", help="results/NAME.json and NAME.png (or a path PREFIX)"
     )
     args = parser.parse_args(argv)
+    problem = harness.missing_plotting("bench_sched")
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return 2
     chosen = [c for c in CONFIGS if c in args.configs.split(",")]
     if set(args.configs.split(",")) - set(CONFIGS) or not chosen:
         print(f"bench_sched: error: bad --configs {args.configs!r}", file=sys.stderr)

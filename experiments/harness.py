@@ -202,6 +202,19 @@ def collect(cmd: Sequence[str], cwd: Path, env: Mapping[str, str]) -> list[str]:
     return nodes
 
 
+def missing_plotting(tool: str) -> str | None:
+    """The one-line error for a benchmark started without matplotlib, found before its
+    long runs rather than when it draws the plot at the end; None when it is there."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return (
+            f"{tool}: error: matplotlib is not installed (it draws the plot); "
+            "install the benchmark extras: pip install -e '.[bench]'"
+        )
+    return None
+
+
 def tail(path: Path, lines: int = 8) -> str:
     """Last lines of a log, for error reports."""
     try:
