@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -75,6 +76,9 @@ def _supervise(pytest_args: list[str], work: str) -> int:
             part = os.path.join(work, f"junit{attempt}.xml")
             parts.append(part)
             args = _with_junit(args, part)
+            # Its presence asks the child to stream every report there, to rebuild this
+            # part's XML if the child crashes (without --junitxml nothing needs them).
+            open(os.path.join(sup, "results.jsonl"), "w").close()
         cmd = [sys.executable, "-m", "pytest", "-p", "isolator", *args]
         cmd.append(f"--isolator-supervised={sup}")
         if done:
@@ -220,15 +224,17 @@ def _progress(sup: str) -> tuple[list[str], int | None]:
         collected = [str(x) for x in read_json(os.path.join(sup, "collected.json"))]
     except StoreError:
         return [], None
+    # The index of the running test, as the plugin's _Progress stores it: 8 bytes,
+    # little-endian, -1 before the first test.
     try:
-        with open(os.path.join(sup, "progress"), encoding="ascii") as f:
-            text = f.read().strip()
+        with open(os.path.join(sup, "progress"), "rb") as f:
+            raw = f.read(8)
     except OSError:
         return collected, None
-    if not text.isdigit():
+    if len(raw) != 8:
         return collected, None
-    i = int(text)
-    return collected, i if i < len(collected) else None
+    (i,) = struct.unpack("<q", raw)
+    return collected, i if 0 <= i < len(collected) else None
 
 
 def _combine(codes: list[int]) -> int:

@@ -26,6 +26,8 @@ from isolator._store import STORE_DIR, StoreError, read_json, write_json_atomic
 # loads this plugin in every run of a project that has isolator installed, and a run
 # that does not use it should not pay for importing it.
 if TYPE_CHECKING:
+    from _pytest.nodes import Node
+
     from isolator._files import FileGuard
     from isolator._fork import ForkRunner
     from isolator._types import ResetPlan
@@ -139,12 +141,13 @@ class IsolatorPlugin:
         self.scoped: set[int] = set()
         self.recovered: list[str] = []
         self.store = config.rootpath / STORE_DIR
-        self._progress_fd: int | None = None
         self.conftests: list[str] = []
         self._results: Any = None
         self.memo_code: str | None = None  # Resetter.code_stamp() when memo knowledge was loaded
         self._index = 0
-        self.module_of: dict[int, tuple[object, Any]] = {}
+        self._progress: Any = None  # the supervisor's progress file, mapped (see _Progress)
+        # item.module by parent node (nodes hash by node id and compare by identity).
+        self.module_of: dict[Node, Any] = {}
 
     # ----------------------------------------------------------------- session
 
@@ -175,13 +178,15 @@ class IsolatorPlugin:
         sup = self._supervised()
         if sup:
             _handoff(os.path.join(sup, "collected.json"), [i.nodeid for i in session.items])
-            self._progress_fd = os.open(
-                os.path.join(sup, "progress"), os.O_WRONLY | os.O_CREAT, 0o644
-            )
-            # Line-buffered: what a test reported survives the process dying in the next.
-            self._results = open(  # noqa: SIM115
-                os.path.join(sup, "results.jsonl"), "a", buffering=1, encoding="utf-8"
-            )
+            self._progress = _Progress(os.path.join(sup, "progress"))
+            results = os.path.join(sup, "results.jsonl")
+            if os.path.exists(results):
+                # The supervisor wants every report kept (to rebuild a crashed part's JUnit
+                # XML).  Line-buffered: what a test reported survives the process dying in
+                # the next.
+                self._results = open(results, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
+                writer = _ResultsWriter(self._results)
+                self.config.pluginmanager.register(writer, "isolator-results")
         if (
             self.mode != "none"
             and not self._is_controller()
@@ -273,11 +278,12 @@ class IsolatorPlugin:
         """Node id -> why it runs in a forked child, decided once for the session."""
         plan = dict(self.forked)
         option = set(self.config.getoption("isolator_fork"))
+        marked: dict[Node, bool] = {}  # by collector: most items share theirs
         for item in items:
             nodeid = item.nodeid
             if self.mode == "fork":
                 plan[nodeid] = "--reset=fork"
-            elif item.get_closest_marker("isolator_fork") is not None:
+            elif _marked(item, marked):
                 plan[nodeid] = "marked isolator_fork"
             elif nodeid in option:
                 plan[nodeid] = "--isolator-fork"
@@ -319,23 +325,6 @@ class IsolatorPlugin:
         if item.session.shouldfail or item.session.shouldstop:
             forks.close()  # -x: the rest of the chain will not run
         return True
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if self._results is None:
-            return
-        if report.when == "call" or report.outcome != "passed":
-            self._results.write(
-                _dumps(
-                    {
-                        "nodeid": report.nodeid,
-                        "when": report.when,
-                        "outcome": report.outcome,
-                        "duration": report.duration,
-                        "message": report.longreprtext[-2000:] if report.failed else "",
-                    }
-                )
-                + "\n"
-            )
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         sup = self._supervised()
@@ -444,8 +433,8 @@ def _wrap_protocol(
     r = self.resetter
     if not self.active or r is None:
         return (yield)
-    if self._progress_fd is not None:
-        os.pwrite(self._progress_fd, f"{self._index:12d}\n".encode(), 0)
+    if self._progress is not None:
+        self._progress.set(self._index)
     self._index += 1
     r.begin_test()
     try:
@@ -457,8 +446,14 @@ def _wrap_protocol(
         else:
             t0 = time.perf_counter()
             scope = None
-            mod = _module_of(self.module_of, item)
-            same = nextitem is not None and _module_of(self.module_of, nextitem) is mod
+            parent = item.parent
+            mod = self.module_of.get(parent) if parent is not None else None
+            if mod is None:
+                mod = _module_of(self.module_of, item)
+            # Items of one parent node share their module (most neighbours in a run).
+            same = nextitem is not None and (
+                nextitem.parent is parent or _module_of(self.module_of, nextitem) is mod
+            )
             if mod is not None and same:
                 # Within a test module only the state it can reach; at the boundary, all.
                 scope = r.scope_for(str(getattr(mod, "__name__", "")), self.conftests)
@@ -477,15 +472,61 @@ def _wrap_protocol(
                 item.stash[UNRESTORABLE_KEY] = out.unrestorable
 
 
-def _module_of(cache: dict[int, tuple[object, Any]], item: pytest.Item) -> Any:
+def _module_of(cache: dict[Node, Any], item: pytest.Item) -> Any:
     """``item.module`` (a walk up the collection tree each time), cached by parent node."""
     parent = item.parent
-    hit = cache.get(id(parent))
-    if hit is not None and hit[0] is parent:
-        return hit[1]
-    mod = getattr(item, "module", None)
-    cache[id(parent)] = (parent, mod)
-    return mod
+    if parent is None:
+        return getattr(item, "module", None)
+    try:
+        return cache[parent]
+    except KeyError:
+        mod = cache[parent] = getattr(item, "module", None)
+        return mod
+
+
+class _Progress:
+    """The index of the running test, for the supervisor to read after a crash: an
+    8-byte little-endian integer in a shared mapping of the file (a store to memory per
+    test; the kernel keeps the page when the process dies), -1 before the first test.
+    ``_supervise._progress`` reads it."""
+
+    def __init__(self, path: str):
+        import mmap
+        import struct
+
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, struct.pack("<q", -1))
+            self._map = mmap.mmap(fd, 8)
+        finally:
+            os.close(fd)
+        self._pack = struct.Struct("<q").pack_into
+
+    def set(self, index: int) -> None:
+        self._pack(self._map, 0, index)
+
+
+class _ResultsWriter:
+    """Streams each test's reports to the supervisor's results file (registered only when
+    the supervisor asks for them)."""
+
+    def __init__(self, out: Any):
+        self.out = out
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" or report.outcome != "passed":
+            self.out.write(
+                _dumps(
+                    {
+                        "nodeid": report.nodeid,
+                        "when": report.when,
+                        "outcome": report.outcome,
+                        "duration": report.duration,
+                        "message": report.longreprtext[-2000:] if report.failed else "",
+                    }
+                )
+                + "\n"
+            )
 
 
 # The hooks that run around every test and every fixture, registered only in a session
@@ -605,6 +646,29 @@ def _exempt_basetemp_when_made(config: pytest.Config, files: FileGuard) -> None:
         return base
 
     factory.getbasetemp = getbasetemp
+
+
+def _marked(item: pytest.Item, memo: dict[Node, bool]) -> bool:
+    """Whether ``item`` or a collector above it carries the isolator_fork mark (what
+    ``item.get_closest_marker`` tells), with the collectors' answers remembered."""
+    if any(m.name == "isolator_fork" for m in item.own_markers):
+        return True
+    chain = []
+    node = item.parent
+    found = False
+    while node is not None:
+        got = memo.get(node)
+        if got is not None:
+            found = got
+            break
+        chain.append(node)
+        if any(m.name == "isolator_fork" for m in node.own_markers):
+            found = True
+            break
+        node = node.parent
+    for n in chain:
+        memo[n] = found
+    return found
 
 
 def _user() -> str:
