@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from isolator import _modules
 from isolator._files import FileGuard
-from isolator._process import Probe, default_probes
+from isolator._process import Probe, default_probes, fast_check
 from isolator._reach import Reach, Scope, imports_of
 from isolator._same import same_value
 from isolator._state import (
@@ -182,6 +182,7 @@ class Resetter:
         self.exclude = exclude
         self.probes: list[Probe] = default_probes()
         self._warnings_index = [p.name for p in self.probes].index("<warnings>")
+        self._probes_clean = fast_check(self.probes)
         self.files = FileGuard(backup_dir, exempt_dirs)
         self.files.install()
         self.tables: dict[str, StateTable] = {}
@@ -426,14 +427,16 @@ class Resetter:
         if files.unrestorable:
             out.unrestorable += [(f"<file>:{p}", why) for p, why in files.unrestorable]
             files.unrestorable.clear()
-        for probe, snap in zip(self.probes, self.probe_snaps):
-            sites = probe.diff(snap)
-            if sites:
-                out.writes += sites
-                probe.put(snap, sites)
-                out.reset += sites
-            elif force:
-                probe.put(snap, [])
+        fast = self._probes_clean
+        if force or fast is None or not fast(self.probe_snaps):
+            for probe, snap in zip(self.probes, self.probe_snaps):
+                sites = probe.diff(snap)
+                if sites:
+                    out.writes += sites
+                    probe.put(snap, sites)
+                    out.reset += sites
+                elif force:
+                    probe.put(snap, [])
         added, replaced, deleted = self.modules.full_diff() if force else self.modules.diff()
         kept: list[str] = []
         if added or replaced or deleted:
