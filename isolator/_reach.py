@@ -12,7 +12,17 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from isolator._state import cache_sizer
+from isolator._state import (
+    CACHES,
+    CELLS,
+    DEFAULTS,
+    LIVES,
+    OPAQUE,
+    SLOTS,
+    TAGS,
+    cache_sizer,
+    image_epoch,
+)
 
 if TYPE_CHECKING:
     from isolator._state import StateTable
@@ -102,7 +112,7 @@ class Scope:
     slot-only objects through their referents, table by table (see ``_state._SlotCheck``),
     other watches by comparing with their snapshots."""
 
-    def __init__(self, tables: list[StateTable], sizers: dict[int, tuple[Any, Any]]):
+    def __init__(self, tables: list[StateTable], sizers: dict[Any, tuple[Any, Any]]):
         self.tables = tables
         for t in tables:
             t.split()
@@ -123,29 +133,50 @@ class Scope:
         self._cell_owner = [t for t in tables for _ in t.cells]
         self._fn_owner = [t for t in tables for _ in t.defaults]
         self._cache_owner = [t for t in tables for _ in t.caches]
+        self.hits: dict[StateTable, int] | None = None
+        self._epoch = -1
+        self.views: list[memoryview] = []
+        self.image = b""
+
+    def _sync_image(self) -> None:
+        """The tagged tables' views and images laid end to end (made again whenever a
+        table's image changed: after a test that wrote a tagged dict)."""
+        self.views = [v for t in self.tagged for v in t.vviews]
+        self.image = b"".join([t.vimage for t in self.tagged])
+        self._epoch = image_epoch[0]
 
     def dirty_tables(self, defaults: bool = True) -> list[StateTable]:
         """The tables in scope that may have changed (in scope order); [] when none did.
 
-        One pass over the flat lists, at C speed except for the tables' own checks.
+        One pass over the flat lists, at C speed except for the tables' own checks; after
+        a clean test, one comparison per kind of watch.  ``self.hits`` tells, for each
+        table returned, which kinds of its watches may have changed (None: any).
         ``defaults=False`` skips functions' defaults (known not rebound since the last
         check: reading them raises an audit event, which costs a Python call per hook)."""
+        hits: dict[StateTable, int] = {}
+        self.hits = hits
         try:
-            hit = {t for t in self.tagged if b"".join(t.vviews) != t.vimage}
+            if self._epoch != image_epoch[0]:
+                self._sync_image()
+            if b"".join(self.views) != self.image:
+                for t in self.tagged:
+                    if b"".join(t.vviews) != t.vimage:
+                        hits[t] = TAGS
             for t in self.slotted:
                 if t.dirty_slots():
-                    hit.add(t)
-            flags = list(map(operator.ne, self.lives, self.snaps))
-            if any(flags):
-                hit.update(itertools.compress(self._live_owner, flags))
-            if self.cells:
+                    hits[t] = hits.get(t, 0) | SLOTS
+            if any(map(operator.ne, self.lives, self.snaps)):
+                flags = list(map(operator.ne, self.lives, self.snaps))
+                for t in itertools.compress(self._live_owner, flags):
+                    hits[t] = hits.get(t, 0) | LIVES
+            if self.cells and any(map(operator.is_not, map(_CELL, self.cells), self.cell_old)):
                 flags = list(map(operator.is_not, map(_CELL, self.cells), self.cell_old))
-                if any(flags):
-                    hit.update(itertools.compress(self._cell_owner, flags))
-            if self.caches:
+                for t in itertools.compress(self._cell_owner, flags):
+                    hits[t] = hits.get(t, 0) | CELLS
+            if self.caches and any(map(operator.ne, map(len, self.caches), self.cache_sizes)):
                 flags = list(map(operator.ne, map(len, self.caches), self.cache_sizes))
-                if any(flags):
-                    hit.update(itertools.compress(self._cache_owner, flags))
+                for t in itertools.compress(self._cache_owner, flags):
+                    hits[t] = hits.get(t, 0) | CACHES
             if defaults and self.fns:
                 fns, owners = self.fns, self._fn_owner
                 for got, old in (
@@ -154,23 +185,31 @@ class Scope:
                 ):
                     flags = list(map(operator.is_not, got, old))
                     if any(flags):
-                        hit.update(itertools.compress(owners, flags))
+                        for t in itertools.compress(owners, flags):
+                            hits[t] = hits.get(t, 0) | DEFAULTS
             for t, i in self.opaque:
                 u = t.opaque[i]
                 if u.fingerprint(u.obj) != t.opaque_fps[i]:
-                    hit.add(t)
+                    hits[t] = hits.get(t, 0) | OPAQUE
         except Exception:
+            self.hits = None
             return list(self.tables)  # an __eq__ raised, an empty cell: look at everything
-        if not hit:
+        if not hits:
             return []
-        return [t for t in self.tables if t in hit]  # tables hash by identity
+        return [t for t in self.tables if t in hits]  # tables hash by identity
 
 
-def _sizer(sizers: dict[int, tuple[Any, Any]], fn: Any) -> Any:
+def _sizer(sizers: dict[Any, tuple[Any, Any]], fn: Any) -> Any:
     """``cache_sizer(fn)``, made once per cache: the mapping a cache wrapper holds is never
-    replaced (clearing empties it), and finding it walks the wrapper's referents."""
-    key = id(fn)
-    got = sizers.get(key)
+    replaced (clearing empties it), and finding it walks the wrapper's referents.  Keyed
+    by the cache itself (cache wrappers hash by identity; id() would raise an audit event
+    per cache per scope), or by its id when it is not hashable."""
+    try:
+        got = sizers.get(fn)
+        key = fn
+    except TypeError:
+        key = id(fn)
+        got = sizers.get(key)
     if got is None or got[0] is not fn:
         got = sizers[key] = (fn, cache_sizer(fn))
     return got[1]
@@ -190,8 +229,8 @@ class Reach:
         self._all: Scope | None = None
         self._edges: dict[str, set[str]] = {}
         self._names: dict[tuple[str, ...], list[str]] = {}
-        # Memo caches' sizers by id(cache): (cache, sizer).
-        self._sizers: dict[int, tuple[Any, Any]] = {} if previous is None else previous._sizers
+        # Memo caches' sizers by cache (or its id): (cache, sizer).
+        self._sizers: dict[Any, tuple[Any, Any]] = {} if previous is None else previous._sizers
         if previous is not None and previous.tables.keys() == tables.keys():
             # Same modules (a fixture's changes joined the baseline): the edges and the
             # modules each scope holds are unchanged; only the scopes' flat copies of the

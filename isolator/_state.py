@@ -73,6 +73,9 @@ _IMMUTABLE: tuple[type, ...] = (
     staticmethod,
     classmethod,
 )
+# The same types exactly, for a set lookup before the isinstance() (most values walked
+# past are ints and strings, which the tuple check finds only after a few tries).
+_IMMUTABLE_EXACT: Final = frozenset(_IMMUTABLE)
 _SKIP_GLOBALS: tuple[type, ...] = (*_IMMUTABLE, types.ModuleType)
 _CONTAINERS: Final = (dict, list, set, collections.deque)
 _PLAIN_CONTAINERS: Final = frozenset(
@@ -104,6 +107,21 @@ _SKIP_NAMES: Final = frozenset(
         "__static_attributes__",
     }
 )
+
+
+# Kinds of watches, as bits: which of a table's may have changed (``_reach.Scope.hits``).
+TAGS: Final = 1  # dicts checked by version tag
+LIVES: Final = 2  # watches compared with their snapshots
+SLOTS: Final = 4
+CELLS: Final = 8
+CACHES: Final = 16
+DEFAULTS: Final = 32
+OPAQUE: Final = 64
+ALL_KINDS: Final = 127
+
+# Bumped whenever a table's ``vimage`` (or its ``vviews``) changes, so that a scope's copy
+# of its tables' images laid end to end (``_reach.Scope``) knows when to be made again.
+image_epoch = [0]
 
 
 def _has_static(obj: object, name: str) -> bool:
@@ -237,7 +255,12 @@ class StateTable:
         self._imported = imported
         budget = [_MAX_WATCHES_PER_MODULE]
         for key, value in list(mdict.items()):
-            if key in _SKIP_NAMES or key in imported or isinstance(value, _SKIP_GLOBALS):
+            if (
+                type(value) in _IMMUTABLE_EXACT
+                or key in _SKIP_NAMES
+                or key in imported
+                or isinstance(value, _SKIP_GLOBALS)
+            ):
                 continue
             self._walk_guarded(f"{name}:{key}", value, name, project_prefixes, 0, budget)
 
@@ -282,12 +305,12 @@ class StateTable:
         depth: int,
         budget: list[int],
     ) -> None:
-        if isinstance(value, _IMMUTABLE) or depth > _MAX_DEPTH:
+        if type(value) in _IMMUTABLE_EXACT or isinstance(value, _IMMUTABLE) or depth > _MAX_DEPTH:
             return
         self._depth = depth
         if isinstance(value, tuple):
             for i, item in enumerate(value):
-                if not isinstance(item, _IMMUTABLE):
+                if type(item) not in _IMMUTABLE_EXACT and not isinstance(item, _IMMUTABLE):
                     self._walk(f"{site}[{i}]", item, modname, prefixes, depth + 1, budget)
             return
         vid = id(value)
@@ -319,13 +342,13 @@ class StateTable:
             self._watch(site, value, dict(value), DICT, None)
             # Immutable values are skipped before their site name is formatted.
             for k, v in list(value.items())[:_MAX_ELEMENTS_PER_CONTAINER]:
-                if not isinstance(v, _IMMUTABLE):
+                if type(v) not in _IMMUTABLE_EXACT and not isinstance(v, _IMMUTABLE):
                     self._walk(f"{site}[{k!r}]", v, modname, prefixes, depth + 1, budget)
             return
         if isinstance(value, list):
             self._watch(site, value, list(value), LIST, None)
             for v in value[:_MAX_ELEMENTS_PER_CONTAINER]:
-                if not isinstance(v, _IMMUTABLE):
+                if type(v) not in _IMMUTABLE_EXACT and not isinstance(v, _IMMUTABLE):
                     self._walk(site, v, modname, prefixes, depth + 1, budget)
             return
         if isinstance(value, (set,)):
@@ -348,7 +371,7 @@ class StateTable:
             proxy = value.__dict__
             self._watch(site, proxy, dict(proxy), CLASS, value)
             for k, v in list(proxy.items()):
-                if k in _SKIP_NAMES or isinstance(v, _IMMUTABLE):
+                if type(v) in _IMMUTABLE_EXACT or k in _SKIP_NAMES or isinstance(v, _IMMUTABLE):
                     continue
                 self._walk(f"{site}.{k}", v, modname, prefixes, depth + 1, budget)
             return
@@ -396,7 +419,7 @@ class StateTable:
                 return
             self._watch(site, idict, dict(idict), INSTANCE, None)
             for k, v in list(idict.items()):
-                if not isinstance(v, _IMMUTABLE):
+                if type(v) not in _IMMUTABLE_EXACT and not isinstance(v, _IMMUTABLE):
                     self._walk(f"{site}.{k}", v, modname, prefixes, depth + 1, budget)
             return
         slots = _slot_names(type(value))
@@ -550,6 +573,7 @@ class StateTable:
 
     def _sync_image(self) -> None:
         self.vimage = bytearray(array("Q", [_UNSEEN if v < 0 else v for v in self.vers]))
+        image_epoch[0] += 1
 
     def forget_versions(self) -> None:
         """The snapshots changed while the live objects did not: compare before trusting
@@ -587,6 +611,7 @@ class StateTable:
                     else:
                         vers[j] = cur[j]
                         image[8 * j : 8 * j + 8] = now[8 * j : 8 * j + 8]
+                image_epoch[0] += 1
         cidx = self.cidx
         if cidx:
             lives, snaps = self.lives, self.snaps
@@ -608,6 +633,7 @@ class StateTable:
         for j in pending:
             self.vers[j] = self.vcells[j].value
             image[8 * j : 8 * j + 8] = self.vviews[j]
+        image_epoch[0] += 1
 
     def dirty_indexes(self) -> list[int]:
         """Indexes of watches whose live object differs from its snapshot."""
@@ -626,17 +652,18 @@ class StateTable:
         return out
 
     def dirty_extras(
-        self, check_defaults: bool = True
+        self, check_defaults: bool = True, kinds: int = ALL_KINDS
     ) -> tuple[list[int], list[int], list[int], list[int]]:
-        """Dirty caches, cells, defaults (unless known unchanged) and opaque objects."""
+        """Dirty caches, cells, defaults (unless known unchanged) and opaque objects, of
+        the ``kinds`` that may have changed."""
         caches = (
             [i for i, (_, fn, size) in enumerate(self.caches) if _cache_size(fn) != size]
-            if self.caches
+            if self.caches and kinds & CACHES
             else []
         )
         cells = (
             [i for i, (_, cell, old) in enumerate(self.cells) if _cell_get(cell) is not old]
-            if self.cells
+            if self.cells and kinds & CELLS
             else []
         )
         defaults = (
@@ -645,11 +672,11 @@ class StateTable:
                 for i, (_, fn, d, kw) in enumerate(self.defaults)
                 if fn.__defaults__ is not d or fn.__kwdefaults__ is not kw
             ]
-            if self.defaults and check_defaults
+            if self.defaults and check_defaults and kinds & DEFAULTS
             else []
         )
         opaque: list[int] = []
-        if self.opaque:
+        if self.opaque and kinds & OPAQUE:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 for i, u in enumerate(self.opaque):

@@ -278,17 +278,28 @@ class IsolatorPlugin:
         """Node id -> why it runs in a forked child, decided once for the session."""
         plan = dict(self.forked)
         option = set(self.config.getoption("isolator_fork"))
+        patterns = self.settings.fork
         marked: dict[Node, bool] = {}  # by collector: most items share theirs
+        parent: object = None
+        parent_marked = False
         for item in items:
             nodeid = item.nodeid
             if self.mode == "fork":
                 plan[nodeid] = "--reset=fork"
-            elif _marked(item, marked):
+                continue
+            if item.parent is not parent:
+                parent = item.parent
+                parent_marked = _marked(parent, marked) if parent is not None else False
+            if parent_marked or (
+                item.own_markers and any(m.name == "isolator_fork" for m in item.own_markers)
+            ):
                 plan[nodeid] = "marked isolator_fork"
             elif nodeid in option:
                 plan[nodeid] = "--isolator-fork"
-            elif any(_match(nodeid, p) for p in self.settings.fork):
+            elif patterns and any(_match(nodeid, p) for p in patterns):
                 plan[nodeid] = "[tool.isolator] fork"
+        if not plan or not self.keep_state_after:
+            return plan
         # A state-setter chain with a forked test runs whole in one child (ForkRunner), from
         # its first test on, so that the chain's state never reaches this process.
         chain: list[str] = []
@@ -648,24 +659,22 @@ def _exempt_basetemp_when_made(config: pytest.Config, files: FileGuard) -> None:
     factory.getbasetemp = getbasetemp
 
 
-def _marked(item: pytest.Item, memo: dict[Node, bool]) -> bool:
-    """Whether ``item`` or a collector above it carries the isolator_fork mark (what
-    ``item.get_closest_marker`` tells), with the collectors' answers remembered."""
-    if any(m.name == "isolator_fork" for m in item.own_markers):
-        return True
+def _marked(node: Node, memo: dict[Node, bool]) -> bool:
+    """Whether ``node`` or a collector above it carries the isolator_fork mark (what
+    ``get_closest_marker`` of an item below tells), with each collector's answer kept."""
     chain = []
-    node = item.parent
     found = False
-    while node is not None:
-        got = memo.get(node)
+    cur: Node | None = node
+    while cur is not None:
+        got = memo.get(cur)
         if got is not None:
             found = got
             break
-        chain.append(node)
-        if any(m.name == "isolator_fork" for m in node.own_markers):
+        chain.append(cur)
+        if any(m.name == "isolator_fork" for m in cur.own_markers):
             found = True
             break
-        node = node.parent
+        cur = cur.parent
     for n in chain:
         memo[n] = found
     return found

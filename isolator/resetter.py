@@ -29,13 +29,17 @@ from isolator._reach import Reach, Scope, imports_of
 from isolator._same import same_value
 from isolator._state import (
     _EMPTY,
+    ALL_KINDS,
     CLASS,
     DEQUE,
     DICT,
     INSTANCE,
     LIST,
+    LIVES,
     MODULE,
     SET,
+    SLOTS,
+    TAGS,
     StateTable,
     _diff_keys,
 )
@@ -183,8 +187,7 @@ class Resetter:
         self.probes: list[Probe] = default_probes()
         self._warnings_index = [p.name for p in self.probes].index("<warnings>")
         self._probes_clean = fast_check(self.probes)
-        self.files = FileGuard(backup_dir, exempt_dirs)
-        self.files.install()
+        self.files = FileGuard(backup_dir, exempt_dirs)  # its audit hook: from start() on
         self.tables: dict[str, StateTable] = {}
         self.reach = Reach(self.tables)
         self.probe_snaps: list[Any] = []
@@ -261,6 +264,9 @@ class Resetter:
         self.threads = set(threading.enumerate())
         self.thread_count = _thread._count()
         self.started = False
+        # Only now: every audited event of the process calls the hook, and the walk above
+        # raises thousands (each id() call does), none of them a test's.
+        self.files.install()
 
     def _first_test(self) -> None:
         # Process-wide resources are compared at the same point of pytest's protocol as
@@ -463,8 +469,10 @@ class Resetter:
             defaults = files.defaults_written
             if scope is None:
                 scope = self.reach.all()
-            for t in scope.dirty_tables(defaults):
-                self._reset_table(t, out, force, defaults)
+            dirty = scope.dirty_tables(defaults)
+            hits = scope.hits
+            for t in dirty:
+                self._reset_table(t, out, force, defaults, hits[t] if hits else ALL_KINDS)
             if self._tables_absorbed:
                 self._tables_absorbed = False
                 self._set_tables(self.tables)  # scopes hold flat copies of the snapshots
@@ -476,14 +484,23 @@ class Resetter:
         return out
 
     def _reset_table(
-        self, t: StateTable, out: Outcome, force: bool, check_defaults: bool = True
+        self,
+        t: StateTable,
+        out: Outcome,
+        force: bool,
+        check_defaults: bool = True,
+        kinds: int = ALL_KINDS,
     ) -> None:
+        """Put back what differs in ``t`` (of the ``kinds`` of watches that may have
+        changed; a scope's check tells)."""
         pending: list[int] = []
         if force:
             idx = t.dirty_indexes()
-        else:
+        elif kinds & (TAGS | LIVES | SLOTS):
             idx, pending = t.dirty_watches()
-        caches, cells, defaults, opaque = t.dirty_extras(check_defaults)
+        else:
+            idx = []
+        caches, cells, defaults, opaque = t.dirty_extras(check_defaults, kinds)
         if not (idx or caches or cells or defaults or opaque):
             return
         # A global holding state that cannot be copied (a consumed generator, a held lock)
@@ -768,9 +785,9 @@ class Resetter:
         frame = self.frames.pop(j)
         # Tables are never replaced and watches only appended, so (table, index) still
         # names the watch the delta was taken from.
-        live_tables = {id(t) for t in self.tables.values()}
+        live_tables = set(self.tables.values())  # tables hash by identity
         for t, i, kind, delta in frame.tables:
-            if id(t) not in live_tables or t.kinds[i] != kind:
+            if t not in live_tables or t.kinds[i] != kind:
                 continue
             snap = t.snaps[i]
             if kind in _MAPPING_KINDS:
@@ -791,10 +808,10 @@ class Resetter:
                 snap.extend(delta)
             else:
                 t.snaps[i] = delta
-        for t in {id(t): t for t, _, _, _ in frame.tables}.values():
+        for t in {t: None for t, _, _, _ in frame.tables}:  # tables hash by identity
             t.forget_versions()
         for t, what, i, old in frame.extras:
-            if id(t) not in live_tables:
+            if t not in live_tables:
                 continue
             if what == "cache":
                 site, fn, _ = t.caches[i]
