@@ -497,7 +497,7 @@ class Resetter:
         if force:
             idx = t.dirty_indexes()
         elif kinds & (TAGS | LIVES | SLOTS):
-            idx, pending = t.dirty_watches()
+            idx, pending = t.dirty_watches(kinds)
         else:
             idx = []
         caches, cells, defaults, opaque = t.dirty_extras(check_defaults, kinds)

@@ -56,3 +56,20 @@ def test_tables_that_are_not_str_keyed_are_not_read() -> None:
         pass
 
     assert _versions.entries_image(Sub(a=1)) is None
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 17, 64, 257])
+def test_moved_entries_names_exactly_the_tags_that_differ(n: int) -> None:
+    import random
+
+    from isolator._state import moved_entries
+
+    rng = random.Random(n)
+    for _ in range(50):
+        old = [rng.getrandbits(64) for _ in range(n)]
+        new = list(old)
+        for j in rng.sample(range(n), rng.randint(0, n)) if n else []:
+            new[j] = rng.getrandbits(64)
+        now = b"".join(t.to_bytes(8, sys.byteorder) for t in new)
+        image = bytearray(b"".join(t.to_bytes(8, sys.byteorder) for t in old))
+        assert moved_entries(now, image) == [j for j in range(n) if new[j] != old[j]]
