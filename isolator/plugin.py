@@ -146,7 +146,7 @@ class IsolatorPlugin:
         self.memo_code: str | None = None  # Resetter.code_stamp() when memo knowledge was loaded
         self._index = 0
         self._progress: Any = None  # the supervisor's progress file, mapped (see _Progress)
-        # item.module by parent node (nodes hash by node id and compare by identity).
+        # item.module by parent node (nodes hash and compare by identity).
         self.module_of: dict[Node, Any] = {}
 
     # ----------------------------------------------------------------- session
@@ -457,13 +457,10 @@ def _wrap_protocol(
         else:
             t0 = time.perf_counter()
             scope = None
-            parent = item.parent
-            mod = self.module_of.get(parent) if parent is not None else None
-            if mod is None:
-                mod = _module_of(self.module_of, item)
+            mod = _module_of(self.module_of, item)
             # Items of one parent node share their module (most neighbours in a run).
             same = nextitem is not None and (
-                nextitem.parent is parent or _module_of(self.module_of, nextitem) is mod
+                nextitem.parent is item.parent or _module_of(self.module_of, nextitem) is mod
             )
             if mod is not None and same:
                 # Within a test module only the state it can reach; at the boundary, all.
