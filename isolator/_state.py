@@ -727,6 +727,45 @@ class StateTable:
 
     # ---------------------------------------------------------------- restoring
 
+    def diff_keys(self, i: int) -> list[Any] | None:
+        """The keys that differ between mapping watch ``i`` and its snapshot (see
+        :func:`_diff_keys`), or None when they cannot be told (a key's hash or equality
+        raises, or changed since it was stored)."""
+        try:
+            return _diff_keys(self.lives[i], self.snaps[i])
+        except Exception:
+            return None
+
+    def reset(self, i: int, keys: list[Any] | None = None) -> list[str]:
+        """Put watch ``i`` back (see :meth:`restore`) and return the sites that changed
+        (see :meth:`changed_sites`).  A mapping is compared with its snapshot once (or
+        not at all when the caller has its :meth:`diff_keys`): the keys that differ name
+        the sites and are the only ones put back."""
+        kind = self.kinds[i]
+        if kind in _MAPPING_KINDS and keys is None:
+            keys = self.diff_keys(i)
+        if keys is None:
+            # Not a mapping, or keys that cannot be compared: the general way.
+            sites = self.changed_sites(i)
+            self.restore(i)
+            return sites
+        live, snap = self.lives[i], self.snaps[i]
+        site = self.sites[i]
+        if kind == MODULE:
+            mod = site.split(":", 1)[0]
+            sites = [f"{mod}:{k}" for k in keys if k not in _SKIP_NAMES]
+        elif kind == CLASS:
+            sites = [f"{site}.{k}" for k in keys if k not in _SKIP_NAMES]
+        elif kind == INSTANCE:
+            sites = [f"{site}.{k}" for k in keys]
+        else:
+            sites = [f"{site}[{k!r}]" for k in keys] if keys else [site]
+        if kind == CLASS:
+            _restore_class(self.owners[i], keys, snap)
+        else:
+            _restore_keys(live, snap, keys)
+        return sites
+
     def restore(self, i: int) -> None:
         """Put the snapshot back into the live object of watch ``i``, in place."""
         kind = self.kinds[i]
@@ -748,14 +787,7 @@ class StateTable:
         elif kind == ARRAY:
             live[:] = snap
         elif kind == CLASS:
-            cls = self.owners[i]
-            for k in _diff_keys(live, snap):
-                if k in ("__dict__", "__weakref__"):
-                    continue
-                if k in snap:
-                    setattr(cls, k, snap[k])
-                else:
-                    delattr(cls, k)
+            _restore_class(self.owners[i], _diff_keys(live, snap), snap)
         elif kind == _SLOTS:
             live.restore(snap)
 
@@ -792,6 +824,8 @@ class StateTable:
 
 _SLOTS: Final = 9
 _TAGGED_KINDS: Final = frozenset({MODULE, DICT, INSTANCE, CLASS})
+# Watches whose reset compares keys with the snapshot (see StateTable.reset).
+_MAPPING_KINDS: Final = frozenset({MODULE, DICT, INSTANCE, CLASS})
 _CELL = operator.attrgetter("cell_contents")
 _DEFAULTS = operator.attrgetter("__defaults__")
 _KWDEFAULTS = operator.attrgetter("__kwdefaults__")
@@ -1005,6 +1039,30 @@ def _diff_keys(live: Any, snap: dict[Any, Any]) -> list[Any]:
         if k not in snap or snap[k] is not v:
             out.append(k)
     return out
+
+
+def _restore_keys(live: Any, snap: dict[Any, Any], keys: list[Any]) -> None:
+    """Put back the ``keys`` (from :func:`_diff_keys`) of a mapping, as
+    :func:`_restore_mapping` would: removed first, then rebound in snapshot order."""
+    try:
+        for k in keys:
+            if k not in snap:
+                del live[k]
+        for k in keys:
+            if k in snap:
+                live[k] = snap[k]
+    except Exception:
+        _restore_mapping(live, snap)
+
+
+def _restore_class(cls: Any, keys: list[Any], snap: dict[Any, Any]) -> None:
+    for k in keys:
+        if k in ("__dict__", "__weakref__"):
+            continue
+        if k in snap:
+            setattr(cls, k, snap[k])
+        else:
+            delattr(cls, k)
 
 
 def _restore_mapping(live: Any, snap: dict[Any, Any]) -> None:

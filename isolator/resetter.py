@@ -514,17 +514,18 @@ class Resetter:
             if frozen and _root(t.sites[i]) in frozen:
                 left[0].append(i)
                 continue
+            keys = None
             if (
                 memo_ok
                 and t.kinds[i] == DICT
                 and not _dirty_sibling(t, i, idx, (caches, cells, defaults, opaque))
-                and self._keep_memo(t, i)
             ):
-                continue
-            sites = t.changed_sites(i)
+                keys = t.diff_keys(i)  # one comparison for the memo check and the reset
+                if keys is not None and self._keep_memo(t, i, keys):
+                    continue
+            sites = t.reset(i, keys)
             out.writes += sites
             out.reset += sites
-            t.restore(i)
         for i in caches:
             site = t.caches[i][0]
             out.writes.append(site)
@@ -579,7 +580,7 @@ class Resetter:
         elif pending:
             t.verified(pending)
 
-    def _keep_memo(self, t: StateTable, i: int) -> bool:
+    def _keep_memo(self, t: StateTable, i: int, keys: list[Any]) -> bool:
         """Keep entries a test *added* to a dict once a later test recomputed them equal.
 
         Memo caches (parsers, grammars, compiled patterns) are refilled by every test after
@@ -587,24 +588,24 @@ class Resetter:
         same after a reset (:func:`isolator._same.same_value`: an isomorphic object graph,
         up to what memory layout decides) is taken as a deterministic memo entry and joins
         the baseline; a key recomputed different ``_MEMO_MISSES`` times is no longer
-        compared.  Returns True when every change of the watch was such an entry.
+        compared.  ``keys``: the watch's :meth:`StateTable.diff_keys`.  Returns True
+        when every change of the watch was such an entry.
         """
         try:
-            return self._keep_added(t, i)
+            return self._keep_added(t, i, keys)
         except Exception:
             # A key whose hash or equality changed since it was stored (mpmath's numbers
             # hash by the working precision), or raises: not a memo we can reason about.
             return False
 
-    def _keep_added(self, t: StateTable, i: int) -> bool:
+    def _keep_added(self, t: StateTable, i: int, keys: list[Any]) -> bool:
         live, snap = t.lives[i], t.snaps[i]
         added: list[tuple[Any, Any]] = []
-        for k, v in live.items():
-            if k not in snap:
-                added.append((k, v))
-            elif snap[k] is not v:
-                return False
-        if len(snap) + len(added) != len(live) or not added:
+        for k in keys:
+            if k in snap:
+                return False  # removed or rebound: not only added
+            added.append((k, live[k]))
+        if not added:
             return False
         site = t.sites[i]
         keep: list[tuple[Any, Any]] = []
