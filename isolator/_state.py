@@ -19,10 +19,12 @@ modules hold (``from m import SETTINGS``) stay coherent.
 from __future__ import annotations
 
 import collections
+import decimal
 import functools
 import gc
 import itertools
 import operator
+import re
 import sys
 import types
 import warnings
@@ -72,6 +74,10 @@ _IMMUTABLE: tuple[type, ...] = (
     property,
     staticmethod,
     classmethod,
+    # Library values with no state to change: walking them found nothing to watch, one
+    # by one (a project's compiled patterns and decimal tables hold thousands).
+    re.Pattern,
+    decimal.Decimal,
 )
 # The same types exactly, for a set lookup before the isinstance() (most values walked
 # past are ints and strings, which the tuple check finds only after a few tries).
@@ -344,6 +350,12 @@ class StateTable:
         self._keepalive.append(value)
         budget[0] -= 1
         cls = type(value)
+        if cls is types.FunctionType:
+            # Most values walked are functions: straight to their own walk (the checks
+            # below find them only after a dozen isinstance() calls).
+            if _is_project(getattr(value, "__module__", None), prefixes):
+                self._walk_function(site, value, modname, prefixes, depth, budget)
+            return
         if cls not in _PLAIN_CONTAINERS and isinstance(value, _CONTAINERS):
             # A container of a project class: its class is state too when made at run time
             # (a class defined in a function, whose methods' closures fill the container

@@ -184,6 +184,10 @@ class Resetter:
         self.rootdir = os.path.join(os.path.abspath(rootdir), "")
         self.track = track
         self.exclude = exclude
+        self._track_names = frozenset(track)
+        self._track_prefixes = tuple(t + "." for t in track)
+        self._exclude_names = frozenset(exclude)
+        self._exclude_prefixes = tuple(t + "." for t in exclude)
         self.probes: list[Probe] = default_probes()
         self._warnings_index = [p.name for p in self.probes].index("<warnings>")
         self._probes_clean = fast_check(self.probes)
@@ -226,9 +230,14 @@ class Resetter:
         name = getattr(mod, "__name__", "")
         if not isinstance(name, str):
             return False
-        if any(name == t or name.startswith(t + ".") for t in self.track):
+        # (Asked of every module at the baseline: prefix tuples, matched in C.)
+        if self._track_names and (
+            name in self._track_names or name.startswith(self._track_prefixes)
+        ):
             return True
-        if any(name == t or name.startswith(t + ".") for t in self.exclude):
+        if self._exclude_names and (
+            name in self._exclude_names or name.startswith(self._exclude_prefixes)
+        ):
             return False
         f = getattr(mod, "__file__", None)
         if not isinstance(f, str):
