@@ -128,6 +128,9 @@ ALL_KINDS: Final = 127
 # Bumped whenever a table's ``vimage`` (or its ``vviews``) changes, so that a scope's copy
 # of its tables' images laid end to end (``_reach.Scope``) knows when to be made again.
 image_epoch = [0]
+# Bumped whenever a table's ``vviews`` list is made (its watches were sorted again): a
+# scope's flat list of them is made again only then, not after every change of an image.
+views_epoch = [0]
 
 
 def moved_entries(now: bytes, image: bytes | bytearray) -> list[int]:
@@ -600,6 +603,7 @@ class StateTable:
                 cells.append(cell)
         self.vidx, self.cidx, self.vcells = vidx, cidx, cells
         self.vviews = [memoryview(c).cast("B") for c in cells]
+        views_epoch[0] += 1
         self.vers = [-1] * len(cells)
         self._sync_image()
         self.slots = _SlotCheck(self, sidx) if sidx else None
