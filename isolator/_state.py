@@ -136,14 +136,22 @@ views_epoch = [0]
 def moved_entries(now: bytes, image: bytes | bytearray) -> list[int]:
     """Positions of the 8-byte entries that differ between two equally long images of
     version tags: halves compared as bytes (a C memcmp each) and only unequal halves split
-    again, so a few moved tags among hundreds cost a few dozen comparisons, not a Python
-    int per tag."""
+    again, down to runs of at most 64 entries, whose moved entries the lowest set bits of
+    the two runs XORed as integers name; a few moved tags among hundreds cost a few dozen
+    C calls, not a Python int per tag."""
     out: list[int] = []
     todo = [(0, len(now) // 8)]
     while todo:
         lo, hi = todo.pop()
-        if hi - lo <= 4:
-            out += [j for j in range(lo, hi) if now[8 * j : 8 * j + 8] != image[8 * j : 8 * j + 8]]
+        if hi - lo <= 64:
+            x = int.from_bytes(now[8 * lo : 8 * hi], "little") ^ int.from_bytes(
+                image[8 * lo : 8 * hi], "little"
+            )
+            while x:  # entry j is bits 64j..64j+63: the lowest set bit names the next one
+                j = ((x & -x).bit_length() - 1) >> 6
+                out.append(lo + j)
+                lo += j + 1
+                x >>= 64 * (j + 1)
             continue
         mid = (lo + hi) // 2
         if now[8 * mid : 8 * hi] != image[8 * mid : 8 * hi]:

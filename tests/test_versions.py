@@ -58,7 +58,7 @@ def test_tables_that_are_not_str_keyed_are_not_read() -> None:
     assert _versions.entries_image(Sub(a=1)) is None
 
 
-@pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 17, 64, 257])
+@pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 17, 64, 65, 257, 700])
 def test_moved_entries_names_exactly_the_tags_that_differ(n: int) -> None:
     import random
 
@@ -69,7 +69,9 @@ def test_moved_entries_names_exactly_the_tags_that_differ(n: int) -> None:
         old = [rng.getrandbits(64) for _ in range(n)]
         new = list(old)
         for j in rng.sample(range(n), rng.randint(0, n)) if n else []:
-            new[j] = rng.getrandbits(64)
+            # A new tag, or one bit of it flipped (the top and bottom bits included).
+            bit = rng.choice([0, 63, rng.randrange(64)])
+            new[j] = rng.getrandbits(64) if rng.random() < 0.5 else old[j] ^ (1 << bit)
         now = b"".join(t.to_bytes(8, sys.byteorder) for t in new)
         image = bytearray(b"".join(t.to_bytes(8, sys.byteorder) for t in old))
         assert moved_entries(now, image) == [j for j in range(n) if new[j] != old[j]]
