@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from isolator import _versions
+from isolator._state import moved_entries
 
 NOTSET: Final = object()
 _CURRENT: Final = object()  # UndoLog.note: the old value is the one in the module now
@@ -137,9 +138,7 @@ class LibraryWatch:
 
     def _moved(self, now: bytes) -> list[int]:
         """Indexes of the modules whose tag differs between ``now`` and ``image``."""
-        now_tags = memoryview(now).cast("Q").tolist()
-        old_tags = memoryview(self.image).cast("Q").tolist()
-        return list(itertools.compress(range(len(now_tags)), map(operator.ne, now_tags, old_tags)))
+        return moved_entries(now, self.image)
 
     def collect(self, log: UndoLog) -> None:
         """Note every name written since the last look (one tag read per module)."""
@@ -675,18 +674,34 @@ class ModulesProbe:
         self._image: bytes | None = None
         self._lists: tuple[dict[str, Any], int, list[str], list[Any]] | None = None
         self._library: dict[str, types.ModuleType] = {}  # unloaded before, not project code
+        self._snap_cell: tuple[dict[str, Any], Any] | None = None  # (snap, its tag cell)
+        # The last _changes() found sys.modules' entry table to start with ``_image``.
+        self._prefix_seen = False
         self._mark_clean()
 
-    def _mark_clean(self) -> None:
-        """sys.modules equals the snapshot now."""
+    def _cell(self, snap: dict[str, Any]) -> Any:
+        """The tag cell of ``snap`` (made once per snapshot object)."""
+        cached = self._snap_cell
+        if cached is not None and cached[0] is snap:
+            return cached[1]
+        cell = _versions.cell_for(snap)
+        self._snap_cell = (snap, cell)
+        return cell
+
+    def _mark_clean(self, same_prefix: bool = False) -> None:
+        """sys.modules equals the snapshot now.  ``same_prefix``: its entry table still
+        starts with ``_image`` (only entries after it were removed since that was seen),
+        which need not be read again."""
+        image = self._image if same_prefix else None
         self._clean = None
         self._image = None
+        self._prefix_seen = False
         if self._mods_tag is None:
             return
-        cell = _versions.cell_for(self.snap)
+        cell = self._cell(self.snap)
         if cell is not None:
             self._clean = (self.snap, cell, cell.value, self._mods_tag.value)
-            self._image = _versions.entries_image(sys.modules)
+            self._image = image if image is not None else _versions.entries_image(sys.modules)
 
     def diff(self) -> tuple[list[str], list[str], list[str]]:
         """(added, replaced, deleted) names; the common case is two integer reads."""
@@ -712,7 +727,7 @@ class ModulesProbe:
     def _snap_lists(self) -> tuple[list[str], list[Any]]:
         """The snapshot's keys and values, cached while the snapshot is unchanged."""
         snap = self.snap
-        cell = _versions.cell_for(snap) if self._mods_tag is not None else None
+        cell = self._cell(snap) if self._mods_tag is not None else None
         cached = self._lists
         if cell is not None and cached is not None:
             if cached[0] is snap and cached[1] == cell.value:
@@ -736,7 +751,9 @@ class ModulesProbe:
             # sys.modules' entry table starts as it was when it equalled the snapshot (the
             # same keys bound to the same objects, read without touching a module), so
             # every other live entry was added since: read them from the end.
+            self._prefix_seen = True
             return sorted(itertools.islice(reversed(mods), len(mods) - n)), [], []
+        self._prefix_seen = False
         if len(mods) >= n:
             # Fast path, exact: sys.modules starts with the snapshot's very key and value
             # objects, in order (imports append); then nothing was replaced or deleted, and
@@ -819,5 +836,7 @@ class ModulesProbe:
                 self.snap = {n: snap[n] for n in order}
         self.n = len(self.snap)
         if len(mods) == self.n:
-            self._mark_clean()
+            # Only names added after the entries last seen equal to the image were removed
+            # (none put back, none kept): the table still starts with that image.
+            self._mark_clean(self._prefix_seen and not (kept or replaced or deleted))
         return reset, kept
