@@ -1066,8 +1066,9 @@ def _diff_keys(live: Any, snap: dict[Any, Any]) -> list[Any]:
 
 
 def _restore_keys(live: Any, snap: dict[Any, Any], keys: list[Any]) -> None:
-    """Put back the ``keys`` (from :func:`_diff_keys`) of a mapping, as
-    :func:`_restore_mapping` would: removed first, then rebound in snapshot order."""
+    """Put back the ``keys`` (from :func:`_diff_keys`) of a mapping, leaving it as
+    :func:`_restore_mapping` would: added keys removed first, then the others bound to
+    their snapshot values (keys the test removed come back in snapshot order)."""
     try:
         for k in keys:
             if k not in snap:
