@@ -734,20 +734,22 @@ class StateTable:
 
     def changed_sites(self, i: int) -> list[str]:
         """The fine-grained sites that changed in watch ``i`` (called only when dirty)."""
+        if self.kinds[i] not in _MAPPING_KINDS:
+            return [self.sites[i]]
+        return self._key_sites(i, _diff_keys(self.lives[i], self.snaps[i]))
+
+    def _key_sites(self, i: int, keys: list[Any]) -> list[str]:
+        """The sites of mapping watch ``i`` named by the ``keys`` that differ."""
         kind = self.kinds[i]
         site = self.sites[i]
-        live, snap = self.lives[i], self.snaps[i]
         if kind == MODULE:
             mod = site.split(":", 1)[0]
-            return [f"{mod}:{k}" for k in _diff_keys(live, snap) if k not in _SKIP_NAMES]
+            return [f"{mod}:{k}" for k in keys if k not in _SKIP_NAMES]
         if kind == CLASS:
-            return [f"{site}.{k}" for k in _diff_keys(live, snap) if k not in _SKIP_NAMES]
+            return [f"{site}.{k}" for k in keys if k not in _SKIP_NAMES]
         if kind == INSTANCE:
-            return [f"{site}.{k}" for k in _diff_keys(live, snap)]
-        if kind == DICT:
-            keys = _diff_keys(live, snap)
-            return [f"{site}[{k!r}]" for k in keys] if keys else [site]
-        return [site]
+            return [f"{site}.{k}" for k in keys]
+        return [f"{site}[{k!r}]" for k in keys] if keys else [site]
 
     # ---------------------------------------------------------------- restoring
 
@@ -773,21 +775,11 @@ class StateTable:
             sites = self.changed_sites(i)
             self.restore(i)
             return sites
-        live, snap = self.lives[i], self.snaps[i]
-        site = self.sites[i]
-        if kind == MODULE:
-            mod = site.split(":", 1)[0]
-            sites = [f"{mod}:{k}" for k in keys if k not in _SKIP_NAMES]
-        elif kind == CLASS:
-            sites = [f"{site}.{k}" for k in keys if k not in _SKIP_NAMES]
-        elif kind == INSTANCE:
-            sites = [f"{site}.{k}" for k in keys]
-        else:
-            sites = [f"{site}[{k!r}]" for k in keys] if keys else [site]
+        sites = self._key_sites(i, keys)
         if kind == CLASS:
-            _restore_class(self.owners[i], keys, snap)
+            _restore_class(self.owners[i], keys, self.snaps[i])
         else:
-            _restore_keys(live, snap, keys)
+            _restore_keys(self.lives[i], self.snaps[i], keys)
         return sites
 
     def restore(self, i: int) -> None:
