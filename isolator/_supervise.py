@@ -185,6 +185,10 @@ def _start(cmd: list[str], env: dict[str, str]) -> Any:
         sys.path.insert(0, os.getcwd())
         import pytest
 
+        # Imported before pytest installs its assertion rewriter, which would load it
+        # through its own (slower) loader: it has no assertions to rewrite.
+        import isolator.plugin  # noqa: F401
+
         code = int(pytest.main(cmd[3:]))
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+import isolator
 from isolator import _config
 from isolator._store import STORE_DIR, StoreError, read_json, write_json_atomic
 
@@ -56,6 +57,10 @@ def pytest_plugin_registered(plugin: object, manager: pytest.PytestPluginManager
     # Right after this module's registration, where pytest would load ``pytest_plugins``:
     # the sub-plugins' hooks keep their place relative to ours.
     if plugin is sys.modules[__name__]:
+        # Under `isolator run` this package was imported before pytest marked it for
+        # assertion rewriting, so isolator/__init__.py found nothing to unmark: unmark it now,
+        # before the rest of isolator is imported.
+        isolator._no_assertion_rewriting()
         for name in _SUB_PLUGINS:
             if manager.get_plugin(name) is None and not manager.is_blocked(name):
                 manager.register(importlib.import_module(name), name)
@@ -111,7 +116,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if mode != "none":
         # Imported now, not when the tests start: the allocations of an import after
         # collection would bring on a garbage collection that a plain run does not have.
-        import isolator.resetter  # noqa: F401
+        # (Unmarked again: a plugin loaded after ours may have marked the package.)
+        isolator._no_assertion_rewriting()
+        importlib.import_module("isolator.resetter")
     core = IsolatorPlugin(config, mode, settings)
     config.pluginmanager.register(core, "isolator-core")
 

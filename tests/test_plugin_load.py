@@ -31,21 +31,39 @@ def pytest_sessionfinish(session):
 """
 
 
+@pytest.mark.parametrize("runner", ["pytest", "isolator-run"])
 @pytest.mark.parametrize("mark", [False, True], ids=["editable", "marked"])
 def test_isolator_modules_are_not_assertion_rewritten(
-    pytester: pytest.Pytester, mark: bool
+    pytester: pytest.Pytester, mark: bool, runner: str
 ) -> None:
     # A module imported through pytest's rewriter costs about a millisecond more, and a
-    # full parse and rewrite where its __pycache__ cannot be written.
+    # full parse and rewrite where its __pycache__ cannot be written.  `isolator run` has
+    # imported the package before pytest starts (and marks it) in the same process.
     import json
+    import os
+    import subprocess
+    import sys
 
     pytester.makepyfile(mark_isolator=MARK_PLUGIN)
     pytester.makeconftest(REPORT_CONFTEST)
     pytester.makepyfile(test_a="def test_one():\n    pass\n")
     pytester.syspathinsert()
     args = ["-p", "mark_isolator"] if mark else []
-    result = pytester.runpytest_subprocess(*args, "-p", "no:randomly", "--reset=minimal")
-    result.assert_outcomes(passed=1)
+    if runner == "pytest":
+        result = pytester.runpytest_subprocess(*args, "-p", "no:randomly", "--reset=minimal")
+        result.assert_outcomes(passed=1)
+    else:
+        env = dict(os.environ, PYTHONPATH=str(pytester.path))
+        proc = subprocess.run(
+            [sys.executable, "-m", "isolator", "run", "--reset=minimal", *args],
+            cwd=pytester.path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "1 passed" in proc.stdout
     loaders = json.loads((pytester.path / "loaders.json").read_text())
     for name in (
         "isolator.plugin",
