@@ -9,6 +9,7 @@ import itertools
 import operator
 import os
 import re
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -20,8 +21,8 @@ from isolator._state import (
     OPAQUE,
     SLOTS,
     TAGS,
-    cache_sizer,
     image_epoch,
+    parts_epoch,
     views_epoch,
 )
 
@@ -113,33 +114,46 @@ class Scope:
     slot-only objects through their referents, table by table (see ``_state._SlotCheck``),
     other watches by comparing with their snapshots."""
 
-    def __init__(self, tables: list[StateTable], sizers: dict[Any, tuple[Any, Any]]):
+    def __init__(self, tables: list[StateTable]):
         self.tables = tables
-        for t in tables:
-            t.split()
+        self.hits: dict[StateTable, int] | None = None
+        self._layout()
+
+    def _layout(self) -> None:
+        """Take the tables' parts (``StateTable.parts``): the checks below run over them
+        chained, in C, so that a scope whose tables changed (a fixture's changes joined the
+        baseline or left it) costs a list of references again, not a copy of every entry."""
+        tables = self.tables
+        self._parts = [t.parts() for t in tables]
+        self._parts_epoch = parts_epoch[0]
         self.tagged = [t for t in tables if t.vcells]
         self.slotted = [t for t in tables if t.slots is not None]
-        self.lives = [t.lives[i] for t in tables for i in t.cidx]
-        self.snaps = [t.snaps[i] for t in tables for i in t.cidx]
-        self.cells = [c for t in tables for _, c, _ in t.cells]
-        self.cell_old = [old for t in tables for _, _, old in t.cells]
-        self.fns = [fn for t in tables for _, fn, _, _ in t.defaults]
-        self.fn_defaults = [d for t in tables for _, _, d, _ in t.defaults]
-        self.fn_kwdefaults = [kw for t in tables for _, _, _, kw in t.defaults]
-        self.caches = [_sizer(sizers, fn) for t in tables for _, fn, _ in t.caches]
-        self.cache_sizes = [n for t in tables for _, _, n in t.caches]
-        self.opaque = [(t, i) for t in tables for i in range(len(t.opaque))]
-        # The table each flat entry belongs to, to find the dirty tables (slow path only).
-        self._live_owner = [t for t in tables for _ in t.cidx]
-        self._cell_owner = [t for t in tables for _ in t.cells]
-        self._fn_owner = [t for t in tables for _ in t.defaults]
-        self._cache_owner = [t for t in tables for _ in t.caches]
-        self.hits: dict[StateTable, int] | None = None
+        self.opaque = [(t, i) for t in tables if t.opaque for i in range(len(t.opaque))]
         self._epoch = -1
         self._views_epoch = -1
         self.views: list[memoryview] = []
         self.spans: list[tuple[int, int]] = []
         self.image = b""
+
+    def _fresh(self) -> None:
+        if self._parts_epoch != parts_epoch[0]:
+            if any(map(operator.is_not, map(_PARTS, self.tables), self._parts)):
+                self._layout()
+            self._parts_epoch = parts_epoch[0]
+
+    def compared(self) -> list[Any]:
+        """The live objects of the watches compared with their snapshots, tables in scope
+        order (``tagged`` is up to date after this call, too)."""
+        self._fresh()
+        return list(self._flat(_LIVES))
+
+    def _flat(self, k: int) -> Iterator[Any]:
+        """Part ``k`` of every table in scope, end to end."""
+        return _cat(map(_PART[k], self._parts))
+
+    def _owners(self, k: int) -> Iterator[StateTable]:
+        """The table of each entry of ``_flat(k)``."""
+        return _cat(map(itertools.repeat, self.tables, map(len, map(_PART[k], self._parts))))
 
     def _sync_image(self) -> None:
         """The tagged tables' views and images laid end to end (the image made again
@@ -164,6 +178,7 @@ class Scope:
         hits: dict[StateTable, int] = {}
         self.hits = hits
         try:
+            self._fresh()
             if self._epoch != image_epoch[0]:
                 self._sync_image()
             now = b"".join(self.views)
@@ -176,27 +191,24 @@ class Scope:
             for t in self.slotted:
                 if t.dirty_slots():
                     hits[t] = hits.get(t, 0) | SLOTS
-            if any(map(operator.ne, self.lives, self.snaps)):
-                flags = list(map(operator.ne, self.lives, self.snaps))
-                for t in itertools.compress(self._live_owner, flags):
+            flat = self._flat
+            if any(map(operator.ne, flat(_LIVES), flat(_SNAPS))):
+                flags = map(operator.ne, flat(_LIVES), flat(_SNAPS))
+                for t in itertools.compress(self._owners(_LIVES), flags):
                     hits[t] = hits.get(t, 0) | LIVES
-            if self.cells and any(map(operator.is_not, map(_CELL, self.cells), self.cell_old)):
-                flags = list(map(operator.is_not, map(_CELL, self.cells), self.cell_old))
-                for t in itertools.compress(self._cell_owner, flags):
+            if any(map(operator.is_not, map(_CELL, flat(_CELLS)), flat(_CELL_OLD))):
+                flags = map(operator.is_not, map(_CELL, flat(_CELLS)), flat(_CELL_OLD))
+                for t in itertools.compress(self._owners(_CELLS), flags):
                     hits[t] = hits.get(t, 0) | CELLS
-            if self.caches and any(map(operator.ne, map(len, self.caches), self.cache_sizes)):
-                flags = list(map(operator.ne, map(len, self.caches), self.cache_sizes))
-                for t in itertools.compress(self._cache_owner, flags):
+            if any(map(operator.ne, map(len, flat(_CACHE_SIZERS)), flat(_CACHE_SIZES))):
+                flags = map(operator.ne, map(len, flat(_CACHE_SIZERS)), flat(_CACHE_SIZES))
+                for t in itertools.compress(self._owners(_CACHE_SIZERS), flags):
                     hits[t] = hits.get(t, 0) | CACHES
-            if defaults and self.fns:
-                fns, owners = self.fns, self._fn_owner
-                for got, old in (
-                    (map(_DEFAULTS, fns), self.fn_defaults),
-                    (map(_KWDEFAULTS, fns), self.fn_kwdefaults),
-                ):
-                    flags = list(map(operator.is_not, got, old))
-                    if any(flags):
-                        for t in itertools.compress(owners, flags):
+            if defaults:
+                for get, old in ((_DEFAULTS, _FN_DEFAULTS), (_KWDEFAULTS, _FN_KWDEFAULTS)):
+                    flags_l = list(map(operator.is_not, map(get, flat(_FNS)), flat(old)))
+                    if any(flags_l):
+                        for t in itertools.compress(self._owners(_FNS), flags_l):
                             hits[t] = hits.get(t, 0) | DEFAULTS
             for t, i in self.opaque:
                 u = t.opaque[i]
@@ -210,22 +222,21 @@ class Scope:
         return [t for t in self.tables if t in hits]  # tables hash by identity
 
 
-def _sizer(sizers: dict[Any, tuple[Any, Any]], fn: Any) -> Any:
-    """``cache_sizer(fn)``, made once per cache: the mapping a cache wrapper holds is never
-    replaced (clearing empties it), and finding it walks the wrapper's referents.  Keyed
-    by the cache itself (cache wrappers hash by identity; id() would raise an audit event
-    per cache per scope), or by its id when it is not hashable."""
-    try:
-        got = sizers.get(fn)
-        key = fn
-    except TypeError:
-        key = id(fn)
-        got = sizers.get(key)
-    if got is None or got[0] is not fn:
-        got = sizers[key] = (fn, cache_sizer(fn))
-    return got[1]
-
-
+_PARTS = operator.attrgetter("_parts")
+# The positions in a table's parts (StateTable.parts).
+(
+    _LIVES,
+    _SNAPS,
+    _CELLS,
+    _CELL_OLD,
+    _FNS,
+    _FN_DEFAULTS,
+    _FN_KWDEFAULTS,
+    _CACHE_SIZERS,
+    _CACHE_SIZES,
+) = range(9)
+_PART = [operator.itemgetter(k) for k in range(9)]
+_cat = itertools.chain.from_iterable
 _CELL = operator.attrgetter("cell_contents")
 _DEFAULTS = operator.attrgetter("__defaults__")
 _KWDEFAULTS = operator.attrgetter("__kwdefaults__")
@@ -240,14 +251,16 @@ class Reach:
         self._all: Scope | None = None
         self._edges: dict[str, set[str]] = {}
         self._names: dict[tuple[str, ...], list[str]] = {}
-        # Memo caches' sizers by cache (or its id): (cache, sizer).
-        self._sizers: dict[Any, tuple[Any, Any]] = {} if previous is None else previous._sizers
         if previous is not None and previous.tables.keys() == tables.keys():
             # Same modules (a fixture's changes joined the baseline): the edges and the
-            # modules each scope holds are unchanged; only the scopes' flat copies of the
-            # snapshots are made again.
+            # modules each scope holds are unchanged.
             self._edges = previous._edges
             self._names = previous._names
+            if all(map(operator.is_, tables.values(), previous.tables.values())):
+                # The same tables, too: the scopes are kept, and lay out again the parts
+                # of those tables that changed when next checked (Scope._layout).
+                self._closure = previous._closure
+                self._all = previous._all
 
     def _neighbours(self, name: str) -> set[str]:
         got = self._edges.get(name)
@@ -280,7 +293,7 @@ class Reach:
 
     def all(self) -> Scope:
         if self._all is None:
-            self._all = Scope(list(self.tables.values()), self._sizers)
+            self._all = Scope(list(self.tables.values()))
         return self._all
 
     def tables_for(self, modname: str, also: list[str]) -> Scope:
@@ -299,6 +312,6 @@ class Reach:
                 seen.add(n)
                 todo.extend(self._neighbours(n) - seen)
             names = self._names[key] = [n for n in sorted(seen) if n in self.tables]
-        got = Scope([self.tables[n] for n in names], self._sizers)
+        got = Scope([self.tables[n] for n in names])
         self._closure[key] = got
         return got

@@ -131,6 +131,13 @@ image_epoch = [0]
 # Bumped whenever a table's ``vviews`` list is made (its watches were sorted again): a
 # scope's flat list of them is made again only then, not after every change of an image.
 views_epoch = [0]
+# Bumped whenever a table's ``parts`` are dropped (its snapshots or its watches changed): a
+# scope then compares its tables' parts with the ones its flat lists were laid out from.
+parts_epoch = [0]
+Parts = tuple[
+    list[Any], list[Any], list[Any], list[Any], list[Any], list[Any], list[Any], list[Any],
+    list[int],
+]  # fmt: skip
 
 
 def moved_entries(now: bytes, image: bytes | bytearray) -> list[int]:
@@ -258,6 +265,7 @@ class StateTable:
         self.vimage = bytearray()
         self.cidx: list[int] = []
         self.slots: _SlotCheck | None = None  # the slot-only objects' watches, if any
+        self._parts: Parts | None = None  # see parts()
 
     # ---------------------------------------------------------------- building
 
@@ -590,6 +598,7 @@ class StateTable:
         for site, value, depth in fresh:
             self._walk_guarded(site, value, self.modname, prefixes, depth, budget)
         self.vidx = None
+        self.changed()
 
     def split(self) -> None:
         """Sort the watches into tag-checked and compared ones (once; watches are fixed
@@ -615,6 +624,37 @@ class StateTable:
         self.vers = [-1] * len(cells)
         self._sync_image()
         self.slots = _SlotCheck(self, sidx) if sidx else None
+        self.changed()
+
+    def parts(self) -> Parts:
+        """The compared watches and the extras as flat lists, in the order a scope lays
+        its tables' end to end: (compared lives, their snapshots, cells, the cells' baseline
+        contents, functions with defaults, their __defaults__, their __kwdefaults__, the memo
+        caches' sizers (:func:`cache_sizer`), their baseline sizes).  Made again only after
+        :meth:`changed`."""
+        p = self._parts
+        if p is None:
+            self.split()
+            cidx = self.cidx
+            p = self._parts = (
+                [self.lives[i] for i in cidx],
+                [self.snaps[i] for i in cidx],
+                [c for _, c, _ in self.cells],
+                [old for _, _, old in self.cells],
+                [fn for _, fn, _, _ in self.defaults],
+                [d for _, _, d, _ in self.defaults],
+                [kw for _, _, _, kw in self.defaults],
+                [cache_sizer(fn) for _, fn, _ in self.caches],
+                [n for _, _, n in self.caches],
+            )
+        return p
+
+    def changed(self) -> None:
+        """A snapshot was replaced, or watches were added: :meth:`parts` are made again
+        (every change to ``snaps``, ``cells``, ``defaults`` or ``caches`` other than one
+        made in place inside a snapshot object must end with this call)."""
+        self._parts = None
+        parts_epoch[0] += 1
 
     def _sync_image(self) -> None:
         self.vimage = bytearray(array("Q", [_UNSEEN if v < 0 else v for v in self.vers]))

@@ -208,7 +208,6 @@ class Resetter:
         self.learn_memo = learn_memo
         self.chained = False  # the previous test kept its state for the next one
         self._collected = False  # library module writes collected since the last check
-        self._tables_absorbed = False  # a reset left state as the test left it
         self.keep = keep
         # (site, key) -> (last value, times recomputed the same in a row, times different)
         self.memo: dict[tuple[str, object], tuple[object, int, int]] = {}
@@ -312,11 +311,12 @@ class Resetter:
         the process probes' findings, every tracked dict's version tag and the length of
         every other tracked container (compared before and after the import)."""
         scope = self.reach.all()
+        lives = scope.compared()
         tags = b"".join([v for t in scope.tagged for v in t.vviews])
         try:
-            lengths = list(map(len, scope.lives))  # in C; instance watches have no len()
+            lengths = list(map(len, lives))  # in C; instance watches have no len()
         except Exception:
-            lengths = [_length(x) for x in scope.lives]
+            lengths = [_length(x) for x in lives]
         return self.probe_diffs(), tags, lengths
 
     def _module_snapshot(self, mod: types.ModuleType) -> Callable[[], None] | None:
@@ -482,9 +482,6 @@ class Resetter:
             hits = scope.hits
             for t in dirty:
                 self._reset_table(t, out, force, defaults, hits[t] if hits else ALL_KINDS)
-            if self._tables_absorbed:
-                self._tables_absorbed = False
-                self._set_tables(self.tables)  # scopes hold flat copies of the snapshots
         files.defaults_written = False
         if _thread._count() != self.thread_count:
             self._check_threads(out)
@@ -585,7 +582,6 @@ class Resetter:
             out.unrestorable += [(t.cells[i][0], _LEFT) for i in left[2]]
             out.unrestorable += [(t.defaults[i][0], _LEFT) for i in left[3]]
             t.absorb(left[0], (left[1], left[2], left[3], []), tuple(self.project))
-            self._tables_absorbed = True
         elif pending:
             t.verified(pending)
 
@@ -818,7 +814,8 @@ class Resetter:
                 snap.extend(delta)
             else:
                 t.snaps[i] = delta
-        for t in {t: None for t, _, _, _ in frame.tables}:  # tables hash by identity
+        touched = {t: None for t, _, _, _ in frame.tables}  # tables hash by identity
+        for t in touched:
             t.forget_versions()
         for t, what, i, old in frame.extras:
             if t not in live_tables:
@@ -832,6 +829,9 @@ class Resetter:
             else:
                 site, fn, _, _ = t.defaults[i]
                 t.defaults[i] = (site, fn, *old)
+            touched[t] = None
+        for t in touched:
+            t.changed()  # snapshots replaced: the scopes lay this table out again
         for i, old in frame.probes:
             if self.probes[i].absorb is not None and isinstance(old, dict):
                 cur = self.probe_snaps[i]
@@ -847,7 +847,6 @@ class Resetter:
         for name in frame.modules_added:
             self.modules.snap.pop(name, None)
         self.modules.n = len(self.modules.snap)
-        self._set_tables(self.tables)  # scopes hold flat copies of the snapshots
         log = _modules.LOG
         # Older originals first in the log, so that undoing in reverse ends on them.
         log.entries[:0] = frame.undo
