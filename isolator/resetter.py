@@ -829,6 +829,9 @@ class Resetter:
             else:
                 site, fn, _, _ = t.defaults[i]
                 t.defaults[i] = (site, fn, *old)
+                # Defaults are read only after an audit event of a rebinding: the baseline
+                # moved instead, so the next check must read them.
+                self.files.defaults_written = True
             touched[t] = None
         for t in touched:
             t.changed()  # snapshots replaced: the scopes lay this table out again

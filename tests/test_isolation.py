@@ -870,3 +870,69 @@ def test_state_beside_what_cannot_be_copied_is_left_whole_and_reported(
     second = _isolated(pytester)
     second.assert_outcomes(passed=2)
     second.stdout.fnmatch_lines(["ran 1 test(s) in a forked child*lazy:items*"])
+
+
+def test_state_a_module_fixture_left_behind_is_put_back_after_its_teardown(
+    pytester: pytest.Pytester,
+) -> None:
+    # While a module-scoped fixture lives, what it set is the baseline; once it is torn
+    # down, the baseline is what it was before, and what the fixture left (its teardown
+    # does not undo it) is put back before the next module -- for every kind of watch
+    # whose snapshot is replaced, not changed in place: bytes-like objects, closure cells,
+    # memo caches, functions' defaults, each the only change in its module.
+    pytester.makepyfile(
+        buf="BUF = bytearray(b'abc')\n",
+        cell="""
+def _make():
+    value = "orig"
+    def get():
+        return value
+    def put(x):
+        nonlocal value
+        value = x
+    return get, put
+
+get, put = _make()
+""",
+        memo="""
+import functools
+
+@functools.lru_cache(maxsize=None)
+def square(x):
+    return x * x
+""",
+        dflt="def scale(x, factor=2):\n    return x * factor\n",
+        test_a="""
+import pytest, buf, cell, memo, dflt
+
+@pytest.fixture(scope="module")
+def setup():
+    buf.BUF[:] = b"xyz"
+    cell.put("fixture")
+    memo.square(3)
+    dflt.scale.__defaults__ = (10,)
+    yield
+
+def test_inside(setup):
+    assert buf.BUF == b"xyz"
+    assert cell.get() == "fixture"
+    assert memo.square.cache_info().currsize == 1
+    assert dflt.scale(1) == 10
+
+def test_last_of_module():
+    pass
+""",
+        test_b="""
+import buf, cell, memo, dflt
+
+def test_next_module():
+    assert buf.BUF == b"abc"
+    assert cell.get() == "orig"
+    assert memo.square.cache_info().currsize == 0
+    assert dflt.scale(1) == 2
+""",
+    )
+    plain = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    plain.assert_outcomes(passed=2, failed=1)
+    result = _isolated(pytester)
+    result.assert_outcomes(passed=3)
