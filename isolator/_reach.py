@@ -120,14 +120,25 @@ class Scope:
         self._layout()
 
     def _layout(self) -> None:
-        """Take the tables' parts (``StateTable.parts``): the checks below run over them
-        chained, in C, so that a scope whose tables changed (a fixture's changes joined the
-        baseline or left it) costs a list of references again, not a copy of every entry."""
+        """The flat lists, joined from the tables' own (``StateTable.parts``) in C: made
+        again, without copying any table's parts, when a table's parts were (a fixture's
+        changes joined the baseline or left it)."""
         tables = self.tables
-        self._parts = [t.parts() for t in tables]
+        parts = self._parts = [t.parts() for t in tables]
         self._parts_epoch = parts_epoch[0]
         self.tagged = [t for t in tables if t.vcells]
         self.slotted = [t for t in tables if t.slots is not None]
+        (
+            self.lives,
+            self.snaps,
+            self.cells,
+            self.cell_old,
+            self.fns,
+            self.fn_defaults,
+            self.fn_kwdefaults,
+            self.caches,
+            self.cache_sizes,
+        ) = [list(_cat(map(g, parts))) for g in _PART]
         self.opaque = [(t, i) for t in tables if t.opaque for i in range(len(t.opaque))]
         self._epoch = -1
         self._views_epoch = -1
@@ -145,14 +156,10 @@ class Scope:
         """The live objects of the watches compared with their snapshots, tables in scope
         order (``tagged`` is up to date after this call, too)."""
         self._fresh()
-        return list(self._flat(_LIVES))
-
-    def _flat(self, k: int) -> Iterator[Any]:
-        """Part ``k`` of every table in scope, end to end."""
-        return _cat(map(_PART[k], self._parts))
+        return self.lives
 
     def _owners(self, k: int) -> Iterator[StateTable]:
-        """The table of each entry of ``_flat(k)``."""
+        """The table of each entry of the flat list of part ``k`` (slow path only)."""
         return _cat(map(itertools.repeat, self.tables, map(len, map(_PART[k], self._parts))))
 
     def _sync_image(self) -> None:
@@ -191,22 +198,25 @@ class Scope:
             for t in self.slotted:
                 if t.dirty_slots():
                     hits[t] = hits.get(t, 0) | SLOTS
-            flat = self._flat
-            if any(map(operator.ne, flat(_LIVES), flat(_SNAPS))):
-                flags = map(operator.ne, flat(_LIVES), flat(_SNAPS))
+            if any(map(operator.ne, self.lives, self.snaps)):
+                flags = map(operator.ne, self.lives, self.snaps)
                 for t in itertools.compress(self._owners(_LIVES), flags):
                     hits[t] = hits.get(t, 0) | LIVES
-            if any(map(operator.is_not, map(_CELL, flat(_CELLS)), flat(_CELL_OLD))):
-                flags = map(operator.is_not, map(_CELL, flat(_CELLS)), flat(_CELL_OLD))
+            if self.cells and any(map(operator.is_not, map(_CELL, self.cells), self.cell_old)):
+                flags = map(operator.is_not, map(_CELL, self.cells), self.cell_old)
                 for t in itertools.compress(self._owners(_CELLS), flags):
                     hits[t] = hits.get(t, 0) | CELLS
-            if any(map(operator.ne, map(len, flat(_CACHE_SIZERS)), flat(_CACHE_SIZES))):
-                flags = map(operator.ne, map(len, flat(_CACHE_SIZERS)), flat(_CACHE_SIZES))
+            if self.caches and any(map(operator.ne, map(len, self.caches), self.cache_sizes)):
+                flags = map(operator.ne, map(len, self.caches), self.cache_sizes)
                 for t in itertools.compress(self._owners(_CACHE_SIZERS), flags):
                     hits[t] = hits.get(t, 0) | CACHES
-            if defaults:
-                for get, old in ((_DEFAULTS, _FN_DEFAULTS), (_KWDEFAULTS, _FN_KWDEFAULTS)):
-                    flags_l = list(map(operator.is_not, map(get, flat(_FNS)), flat(old)))
+            if defaults and self.fns:
+                fns = self.fns
+                for got, old in (
+                    (map(_DEFAULTS, fns), self.fn_defaults),
+                    (map(_KWDEFAULTS, fns), self.fn_kwdefaults),
+                ):
+                    flags_l = list(map(operator.is_not, got, old))
                     if any(flags_l):
                         for t in itertools.compress(self._owners(_FNS), flags_l):
                             hits[t] = hits.get(t, 0) | DEFAULTS
