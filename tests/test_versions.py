@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import pytest
 
@@ -75,3 +76,42 @@ def test_moved_entries_names_exactly_the_tags_that_differ(n: int) -> None:
         now = b"".join(t.to_bytes(8, sys.byteorder) for t in new)
         image = bytearray(b"".join(t.to_bytes(8, sys.byteorder) for t in old))
         assert moved_entries(now, image) == [j for j in range(n) if new[j] != old[j]]
+
+
+def _diff_keys_by_loop(live: Any, snap: dict[Any, Any]) -> list[Any]:
+    out = [k for k in snap if k not in live]
+    for k, v in live.items():
+        if k not in snap or snap[k] is not v:
+            out.append(k)
+    return out
+
+
+@pytest.mark.parametrize("as_class", [False, True], ids=["dict", "class"])
+def test_diff_keys_names_removed_then_changed_keys_in_order(as_class: bool) -> None:
+    # The C passes must name exactly the keys a loop names, in the loop's order (removed
+    # keys come back in snapshot order when restored).
+    import random
+
+    from isolator._state import _diff_keys
+
+    rng = random.Random(7)
+    for _ in range(500):
+        snap = {f"k{i}": object() for i in range(rng.randint(0, 30))}
+        live = dict(snap)
+        for _ in range(rng.randint(0, 6)):
+            keys = list(live)
+            op = rng.random()
+            if op < 0.3 and keys:
+                del live[rng.choice(keys)]
+            elif op < 0.6:
+                live[f"n{rng.randint(0, 40)}"] = object()
+            elif keys:
+                live[rng.choice(keys)] = object()
+        if as_class:
+            cls = type("C", (), dict(live))
+            mapping: Any = cls.__dict__
+            base = {k: v for k, v in cls.__dict__.items() if k.startswith("__")}
+            snap = {**base, **snap}
+        else:
+            mapping = live
+        assert _diff_keys(mapping, snap) == _diff_keys_by_loop(mapping, snap)
