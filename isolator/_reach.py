@@ -5,6 +5,7 @@ test module changes, so that anything reached by other paths is still put back."
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import operator
 import os
@@ -22,6 +23,7 @@ from isolator._state import (
     SLOTS,
     TAGS,
     image_epoch,
+    moved_entries,
     parts_epoch,
     views_epoch,
 )
@@ -124,10 +126,15 @@ class Scope:
         again, without copying any table's parts, when a table's parts were (a fixture's
         changes joined the baseline or left it)."""
         tables = self.tables
-        parts = self._parts = [t.parts() for t in tables]
+        parts = list(map(_PARTS, tables))
+        if None in parts:  # a table's parts were dropped: made again
+            parts = [t.parts() for t in tables]
+        self._parts = parts
         self._parts_epoch = parts_epoch[0]
-        self.tagged = [t for t in tables if t.vcells]
-        self.slotted = [t for t in tables if t.slots is not None]
+        self.tagged = list(itertools.compress(tables, map(_VCELLS, tables)))
+        self.slotted = list(
+            itertools.compress(tables, map(operator.is_not, map(_SLOTS, tables), _NONES))
+        )
         (
             self.lives,
             self.snaps,
@@ -139,11 +146,15 @@ class Scope:
             self.caches,
             self.cache_sizes,
         ) = [list(_cat(map(g, parts))) for g in _PART]
-        self.opaque = [(t, i) for t in tables if t.opaque for i in range(len(t.opaque))]
+        self.opaque = (
+            [(t, i) for t in tables if t.opaque for i in range(len(t.opaque))]
+            if any(map(_OPAQUE, tables))
+            else []
+        )
         self._epoch = -1
         self._views_epoch = -1
         self.views: list[memoryview] = []
-        self.spans: list[tuple[int, int]] = []
+        self.ends: list[int] = []
         self.image = b""
 
     def _fresh(self) -> None:
@@ -166,12 +177,13 @@ class Scope:
         """The tagged tables' views and images laid end to end (the image made again
         whenever a table's image changed: after a test that wrote a tagged dict; the views,
         hundreds, only when a table's were made again)."""
+        tagged = self.tagged
         if self._views_epoch != views_epoch[0]:
-            self.views = [v for t in self.tagged for v in t.vviews]
-            ends = list(itertools.accumulate(8 * len(t.vviews) for t in self.tagged))
-            self.spans = list(zip([0, *ends], ends))  # each tagged table's bytes in the image
+            self.views = list(_cat(map(_VVIEWS, tagged)))
+            # Where each tagged table's tags end in the image, counted in tags.
+            self.ends = list(itertools.accumulate(map(len, map(_VVIEWS, tagged))))
             self._views_epoch = views_epoch[0]
-        self.image = b"".join([t.vimage for t in self.tagged])
+        self.image = b"".join(map(_VIMAGE, tagged))
         self._epoch = image_epoch[0]
 
     def dirty_tables(self, defaults: bool = True) -> list[StateTable]:
@@ -190,11 +202,13 @@ class Scope:
                 self._sync_image()
             now = b"".join(self.views)
             if now != self.image:
-                # Each table's part of the tags just read (a slice: a memcmp, where a
-                # memoryview would compare byte by byte).
-                for t, (a, b) in zip(self.tagged, self.spans):
-                    if now[a:b] != t.vimage:
-                        hits[t] = TAGS
+                # The tables of the tags that moved (a few among hundreds, found by halves).
+                tagged, ends = self.tagged, self.ends
+                if len(now) != len(self.image):
+                    hits.update(dict.fromkeys(tagged, TAGS))  # (never: made together)
+                else:
+                    for j in moved_entries(now, self.image):
+                        hits[tagged[bisect.bisect_right(ends, j)]] = TAGS
             for t in self.slotted:
                 if t.dirty_slots():
                     hits[t] = hits.get(t, 0) | SLOTS
@@ -233,6 +247,12 @@ class Scope:
 
 
 _PARTS = operator.attrgetter("_parts")
+_VCELLS = operator.attrgetter("vcells")
+_VVIEWS = operator.attrgetter("vviews")
+_VIMAGE = operator.attrgetter("vimage")
+_SLOTS = operator.attrgetter("slots")
+_OPAQUE = operator.attrgetter("opaque")
+_NONES = itertools.repeat(None)
 # The positions in a table's parts (StateTable.parts).
 (
     _LIVES,

@@ -595,9 +595,13 @@ class StateTable:
             self.defaults[j] = (site, fn, fn.__defaults__, fn.__kwdefaults__)
             for n, d in enumerate(fn.__defaults__ or ()):
                 fresh.append((f"{site}.__defaults__[{n}]", d, 1))
+        watched = len(self.lives)
         for site, value, depth in fresh:
             self._walk_guarded(site, value, self.modname, prefixes, depth, budget)
-        self.vidx = None
+        if len(self.lives) != watched or self.vidx is None:
+            self.vidx = None  # sorted again on next use (new tag cells, views, slot checks)
+        else:
+            self.forget_versions()  # same watches: only the snapshots are new
         self.changed()
 
     def split(self) -> None:
