@@ -1094,25 +1094,14 @@ def _cell_get(cell: Any) -> object:
 
 def _diff_keys(live: Any, snap: dict[Any, Any]) -> list[Any]:
     """Keys added, removed or rebound (by identity) between ``snap`` and ``live``: the
-    removed ones in snapshot order, then the others in ``live``'s order."""
-    if type(live) in _PLAIN_MAPPINGS:
-        # The same, in C (a class of a hundred attributes, one of them rebound: a few
-        # microseconds, where the loop below takes ten).
-        out = list(itertools.compress(snap, map(operator.not_, map(live.__contains__, snap))))
-        keys = live.keys()
-        out += itertools.compress(
-            keys, map(operator.is_not, live.values(), map(snap.get, keys, _REPEAT_EMPTY))
-        )
-        return out
+    removed ones in snapshot order, then the others in ``live``'s order.  (A loop: passes
+    of map/compress over the keys measure slower, 8.0 against 5.6 us for a class of 80
+    attributes.)"""
     out = [k for k in snap if k not in live]
     for k, v in live.items():
         if k not in snap or snap[k] is not v:
             out.append(k)
     return out
-
-
-_PLAIN_MAPPINGS: Final = frozenset({dict, types.MappingProxyType})
-_REPEAT_EMPTY: Final = itertools.repeat(_EMPTY)
 
 
 def _restore_keys(live: Any, snap: dict[Any, Any], keys: list[Any]) -> None:
