@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import itertools
 import json
+import operator
 import os
 import sys
 import tempfile
@@ -232,9 +234,13 @@ class IsolatorPlugin:
         xml = getattr(self.config.option, "xmlpath", None)
         if xml:
             exempt.append(os.path.dirname(os.path.abspath(xml)))
+        # The test modules, in collection order: asked once per parent node (``item.module``
+        # walks up the tree), which also fills the cache the per-test scope lookups use.
+        items = session.items
+        first = dict(zip(map(_PARENT, reversed(items)), reversed(items)))
         by_id: dict[int, Any] = {}
-        for item in session.items:
-            mod = getattr(item, "module", None)
+        for parent in dict.fromkeys(map(_PARENT, items)):
+            mod = _module_of(self.module_of, first[parent])
             if mod is not None:
                 by_id.setdefault(id(mod), mod)
         modules = list(by_id.values())
@@ -287,9 +293,21 @@ class IsolatorPlugin:
         option = set(self.config.getoption("isolator_fork"))
         patterns = self.settings.fork
         marked: dict[Node, bool] = {}  # by collector: most items share theirs
+        todo = items
+        if self.mode != "fork" and not option and not patterns:
+            # Only a mark can give a reason: only items with marks of their own, or under
+            # a marked collector, are looked at one by one.
+            under = {
+                p
+                for p in dict.fromkeys(map(_PARENT, items))
+                if p is not None and _marked(p, marked)
+            }
+            todo = list(itertools.compress(items, map(_OWN_MARKERS, items)))
+            if under:
+                todo = [it for it in items if it.own_markers or it.parent in under]
         parent: object = None
         parent_marked = False
-        for item in items:
+        for item in todo:
             nodeid = item.nodeid
             if self.mode == "fork":
                 plan[nodeid] = "--reset=fork"
@@ -459,7 +477,7 @@ def _wrap_protocol(
         return (yield)
     finally:
         r.end_test()
-        if item.nodeid in self.keep_state_after:
+        if self.keep_state_after and item.nodeid in self.keep_state_after:
             r.chained = True
         else:
             t0 = time.perf_counter()
@@ -485,6 +503,10 @@ def _wrap_protocol(
                 item.stash[WRITES_KEY] = out.writes
             if out.unrestorable:
                 item.stash[UNRESTORABLE_KEY] = out.unrestorable
+
+
+_PARENT = operator.attrgetter("parent")
+_OWN_MARKERS = operator.attrgetter("own_markers")
 
 
 def _module_of(cache: dict[Node, Any], item: pytest.Item) -> Any:
