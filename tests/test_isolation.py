@@ -936,3 +936,52 @@ def test_next_module():
     plain.assert_outcomes(passed=2, failed=1)
     result = _isolated(pytester)
     result.assert_outcomes(passed=3)
+
+
+def test_a_write_among_many_modules_is_found_within_and_across_test_modules(
+    pytester: pytest.Pytester,
+) -> None:
+    # A scope of many tables (more than a scope compares table by table) finds the few
+    # tags that moved among hundreds: a write in one module of twenty, inside a test module
+    # and at the boundary to the next, and after a module fixture joined the baseline.
+    n = 20
+    for i in range(n):
+        pytester.makepyfile(**{f"mod{i:02d}": "STATE = {}\nOTHER = {'k': 1}\n"})
+    imports = "".join(f"import mod{i:02d}\n" for i in range(n))
+    every = "[" + ", ".join(f"mod{i:02d}" for i in range(n)) + "]"
+    pytester.makepyfile(
+        test_a=imports
+        + f"""
+import pytest
+MODS = {every}
+
+@pytest.fixture(scope="module")
+def seeded():
+    mod11.OTHER["seed"] = True
+    yield
+
+def test_writes_two(seeded):
+    mod07.STATE["x"] = 1
+    mod19.OTHER["k"] = 2
+    mod12.ADDED = 1  # a module's own dict: the first tag of its table
+
+def test_sees_them_put_back(seeded):
+    assert all(m.STATE == {{}} for m in MODS)
+    assert mod19.OTHER == {{"k": 1}}
+    assert not hasattr(mod12, "ADDED")
+    assert mod11.OTHER == {{"k": 1, "seed": True}}
+    mod03.STATE["last"] = 1
+""",
+        test_b=imports
+        + f"""
+MODS = {every}
+
+def test_next_module_sees_the_baseline():
+    assert all(m.STATE == {{}} for m in MODS)
+    assert all(m.OTHER == {{"k": 1}} for m in MODS)
+""",
+    )
+    plain = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    plain.assert_outcomes(passed=1, failed=2)
+    result = _isolated(pytester)
+    result.assert_outcomes(passed=3)
