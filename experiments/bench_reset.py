@@ -225,12 +225,29 @@ def _cpu_ratio(res: dict[str, Any], entry: dict[str, Any]) -> float | None:
     return entry["median_cpu_s"] / plain if plain else None
 
 
+def _paired_spread(res: dict[str, Any], mode: str) -> tuple[float, float] | None:
+    """Quartiles of the per-repeat wall / plain wall ratios (None under 4 repeats), from the
+    runs kept in the results: repeat i of every mode ran back to back."""
+    plain = [r["wall_s"] for r in res["modes"].get("plain", {}).get("runs", [])]
+    walls = [r["wall_s"] for r in res["modes"].get(mode, {}).get("runs", [])]
+    pairs = [w / p for w, p in zip(walls, plain) if p > 0]
+    if len(pairs) < 4:
+        return None
+    q1, _, q3 = statistics.quantiles(pairs, n=4)
+    return q1, q3
+
+
+def _spread_cell(res: dict[str, Any], mode: str) -> str:
+    spread = _paired_spread(res, mode) if mode != "plain" else None
+    return "" if spread is None else f"{spread[0]:.2f}-{spread[1]:.2f}"
+
+
 def table(results: dict[str, Any], fmt: str = "simple") -> str:
     """The side-by-side table (``fmt``: a tabulate format; "github" for the README)."""
     rows = []
     for name, res in results["suites"].items():
         if "error" in res:
-            rows.append([name, "unavailable", *[""] * 10, res["error"][:60]])
+            rows.append([name, "unavailable", *[""] * 11, res["error"][:60]])
             continue
         for mode, e in res["modes"].items():
             c = e["counts"]
@@ -244,6 +261,7 @@ def table(results: dict[str, Any], fmt: str = "simple") -> str:
                     _fmt(e["median_wall_s"], ".2f"),
                     _fmt(e.get("ratio"), ".2f") if mode != "plain" else "1.00",
                     _fmt(e.get("paired_ratio"), ".2f") if mode != "plain" else "1.00",
+                    _spread_cell(res, mode),
                     _fmt(e.get("overhead_ms_per_test"), "+.3f") if mode != "plain" else "",
                     _fmt(e["median_cpu_s"], ".2f"),
                     _fmt(_cpu_ratio(res, e), ".2f"),
@@ -256,7 +274,7 @@ def table(results: dict[str, Any], fmt: str = "simple") -> str:
             )  # fmt: skip
     headers = [
         "suite", "mode", "tests", "pass/fail/skip/err", "wall s", "x plain", "paired x",
-        "ms/test",
+        "paired IQR", "ms/test",
         "cpu s", "cpu x plain", "peak RSS MB", "RSS x plain", "notes",
     ]  # fmt: skip
     text: str = tabulate(rows, headers=headers, tablefmt=fmt, disable_numparse=True)
