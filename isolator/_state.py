@@ -884,8 +884,9 @@ class StateTable:
 
 _SLOTS: Final = 9
 _TAGGED_KINDS: Final = frozenset({MODULE, DICT, INSTANCE, CLASS})
-# Watches whose reset compares keys with the snapshot (see StateTable.reset).
-_MAPPING_KINDS: Final = frozenset({MODULE, DICT, INSTANCE, CLASS})
+# Watches whose reset compares keys with the snapshot (see StateTable.reset), and whose
+# fixture deltas are kept per key (resetter): the same kinds as the tagged ones.
+_MAPPING_KINDS: Final = _TAGGED_KINDS
 _CELL = operator.attrgetter("cell_contents")
 _DEFAULTS = operator.attrgetter("__defaults__")
 _KWDEFAULTS = operator.attrgetter("__kwdefaults__")

@@ -29,14 +29,12 @@ from isolator._reach import Reach, Scope, imports_of
 from isolator._same import same_value
 from isolator._state import (
     _EMPTY,
+    _MAPPING_KINDS,
     ALL_KINDS,
-    CLASS,
     DEQUE,
     DICT,
-    INSTANCE,
     LIST,
     LIVES,
-    MODULE,
     SET,
     SLOTS,
     TAGS,
@@ -87,9 +85,6 @@ class Frame:
         self.modules_added = modules_added
         self.undo = undo
         self.files = files
-
-
-_MAPPING_KINDS = frozenset({MODULE, DICT, INSTANCE, CLASS})
 
 
 def _length(obj: object) -> int:
