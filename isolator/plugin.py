@@ -302,9 +302,10 @@ class IsolatorPlugin:
                 for p in dict.fromkeys(map(_PARENT, items))
                 if p is not None and _marked(p, marked)
             }
-            todo = list(itertools.compress(items, map(_OWN_MARKERS, items)))
             if under:
                 todo = [it for it in items if it.own_markers or it.parent in under]
+            else:
+                todo = list(itertools.compress(items, map(_OWN_MARKERS, items)))
         parent: object = None
         parent_marked = False
         for item in todo:
