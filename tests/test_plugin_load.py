@@ -40,8 +40,6 @@ def test_isolator_modules_are_not_assertion_rewritten(
     # full parse and rewrite where its __pycache__ cannot be written.  `isolator run` has
     # imported the package before pytest starts (and marks it) in the same process.
     import json
-    import os
-    import subprocess
     import sys
 
     pytester.makepyfile(mark_isolator=MARK_PLUGIN)
@@ -53,17 +51,12 @@ def test_isolator_modules_are_not_assertion_rewritten(
         result = pytester.runpytest_subprocess(*args, "-p", "no:randomly", "--reset=minimal")
         result.assert_outcomes(passed=1)
     else:
-        env = dict(os.environ, PYTHONPATH=str(pytester.path))
-        proc = subprocess.run(
-            [sys.executable, "-m", "isolator", "run", "--reset=minimal", *args],
-            cwd=pytester.path,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env=env,
+        # pytester.run puts the test directory first on the child's PYTHONPATH.
+        result = pytester.run(
+            sys.executable, "-m", "isolator", "run", "--reset=minimal", *args, timeout=120
         )
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-        assert "1 passed" in proc.stdout
+        assert result.ret == 0, result.stdout.str() + result.stderr.str()
+        result.assert_outcomes(passed=1)
     loaders = json.loads((pytester.path / "loaders.json").read_text())
     for name in (
         "isolator.plugin",
