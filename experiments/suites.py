@@ -33,7 +33,9 @@ from pathlib import Path
 
 EXPERIMENTS = Path(__file__).resolve().parent
 ROOT = EXPERIMENTS.parent
-WORK = EXPERIMENTS / "work"
+# ISOLATOR_SUITES_DIR: another place for the suites (one per interpreter, say), so that
+# preparing them for another Python does not replace the default ones.
+WORK = Path(os.environ.get("ISOLATOR_SUITES_DIR") or EXPERIMENTS / "work").resolve()
 SDISTS = WORK / "_sdists"
 
 # Bump when the way suites are prepared changes, so stale preparations are rebuilt.
