@@ -113,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in [s for s in args.suites.split(",") if s]:
             info = suites.prepare(name)
             env = info.env()
+            report["python"] = info.python_version()  # the suites' (ISOLATOR_SUITE_PYTHON)
             configs: dict[str, tuple[list[str], dict[str, str]]] = {}
             for label, where, cmd in (
                 ("plain", head_dir, info.pytest_cmd()),

@@ -159,6 +159,7 @@ def run_suite(
 
     result: dict[str, Any] = {
         "version": info.version,
+        "python": info.python_version(),
         "tests": n_tests,
         "command": {m: command(info, m) for m in modes},
         "plain_nondeterministic": flaky_plain,
@@ -281,6 +282,14 @@ def table(results: dict[str, Any], fmt: str = "simple") -> str:
     return text
 
 
+def suite_pythons(results: dict[str, Any]) -> str:
+    """The Python version(s) the suites ran on (results before they were recorded per
+    suite: the benchmark's own, which was theirs unless ISOLATOR_SUITE_PYTHON was set)."""
+    fallback = results["machine"]["python"]
+    found = {r.get("python", fallback) for r in results["suites"].values() if "modes" in r}
+    return ", ".join(sorted(found)) or fallback
+
+
 def plot(results: dict[str, Any], path: Path) -> None:
     """Bar chart: wall-time and peak-RSS ratios to plain pytest per suite and mode."""
     import matplotlib
@@ -331,7 +340,8 @@ def plot(results: dict[str, Any], path: Path) -> None:
     handles.append(Line2D([], [], color="red", linestyle="--", label="target"))
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8)
     fig.suptitle(
-        f"isolator reset modes (median of {results['repeat']} run(s); n/a = mode did not run)"
+        f"isolator reset modes, Python {suite_pythons(results)} (median of "
+        f"{results['repeat']} run(s); n/a = mode did not run)"
     )
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path, dpi=110)
@@ -453,7 +463,7 @@ def _report(results: dict[str, Any], out: Path) -> int:
     load = results["machine"]
     (out / "reset.md").write_text(
         f"Measured {results['when']}, median of {repeat} run(s), Python "
-        f"{load['python']}, {load['cpus']} CPUs, load average at start/end "
+        f"{suite_pythons(results)}, {load['cpus']} CPUs, load average at start/end "
         f"{load['load_avg_at_start'][0]:.1f}/{load['load_avg_at_end'][0]:.1f}.\n\n"
         + table(results, "github")
         + "\n"

@@ -136,6 +136,17 @@ class SuiteInfo:
     def bin_dir(self) -> Path:
         return self.python.parent
 
+    def python_version(self) -> str:
+        """The version of the interpreter that runs the suite (not the one running the
+        benchmark: ISOLATOR_SUITE_PYTHON may differ from it)."""
+        out = subprocess.run(
+            [str(self.python), "-c", "import platform; print(platform.python_version())"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return out.stdout.strip()
+
     def pytest_cmd(self, *args: str, plain: bool = True) -> list[str]:
         """Command for plain pytest; ``args`` default to the whole suite."""
         # The isolator entry point is installed in the venv: keep "plain" really plain.
