@@ -10,6 +10,8 @@ from __future__ import annotations
 import _signal  # type: ignore[import-not-found]  # C-level getsignal: no enum conversion
 import _thread
 import decimal
+import faulthandler
+import gc
 import locale
 import logging
 import operator
@@ -19,6 +21,7 @@ import signal
 import socket
 import sys
 import threading
+import types
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -453,7 +456,13 @@ def _stdio_put(snap: tuple[Any, Any, Any], sites: list[str]) -> None:
     sys.stdin, sys.stdout, sys.stderr = snap
 
 
-_SYS_HOOKS = ("excepthook", "displayhook", "breakpointhook", "dont_write_bytecode")
+_SYS_HOOKS = (
+    "excepthook",
+    "displayhook",
+    "breakpointhook",
+    "unraisablehook",
+    "dont_write_bytecode",
+)
 
 
 def _sys_hooks_take() -> tuple[object, ...]:
@@ -474,13 +483,132 @@ def _sys_hooks_put(snap: tuple[object, ...], sites: list[str]) -> None:
 _SYS_HOOKS_GET = operator.attrgetter(*_SYS_HOOKS)
 
 
+# What the restore of a probe could not do, as (site, why): the resetter reports each
+# (and runs that test in a forked child from the next run on).
+UNRESTORABLE: list[tuple[str, str]] = []
+
+# The interpreter's own settings: garbage collection, thread switching, int/str
+# conversion limit (3.11+), profile and trace functions, faulthandler and, on 3.12+, the
+# sys.monitoring tool ids (by name; isolator's own tracer is left out: it comes and goes
+# with the recording).
+_get_max_digits: Callable[[], int] = getattr(sys, "get_int_max_str_digits", lambda: 0)
+_monitoring: Any = getattr(sys, "monitoring", None)
+_TOOL_IDS = tuple(range(6))
+_OWN_TOOL = "isolator-deps"
+
+
+# isolator's own profile/trace functions (the read tracer of ``isolator deps``, on only
+# inside test phases): seen as "none", or a fixture's set-up would take them into the
+# baseline.  id -> the object, kept alive so that its id stays its own.
+_OWN_HOOKS: dict[int, object] = {}
+
+
+def own_hook(obj: object) -> None:
+    """Leave ``obj``, one of isolator's own profile or trace functions, out of the probe."""
+    _OWN_HOOKS[id(obj)] = obj
+
+
+def _tools() -> tuple[object, ...]:
+    if _monitoring is None:
+        return ()
+    get = _monitoring.get_tool
+    return tuple(None if get(i) == _OWN_TOOL else get(i) for i in _TOOL_IDS)
+
+
+def _interp_take() -> tuple[object, ...]:
+    profile, trace = sys.getprofile(), sys.gettrace()
+    if _OWN_HOOKS:
+        profile = None if id(profile) in _OWN_HOOKS else profile
+        trace = None if id(trace) in _OWN_HOOKS else trace
+    return (
+        gc.isenabled(),
+        gc.get_threshold(),
+        sys.getswitchinterval(),
+        _get_max_digits(),
+        profile,
+        trace,
+        faulthandler.is_enabled(),
+        _tools(),
+    )
+
+
+_INTERP_SITES = (
+    "<gc>",
+    "<gc.threshold>",
+    "<sys.switchinterval>",
+    "<sys.int_max_str_digits>",
+    "<sys.profile>",
+    "<sys.trace>",
+    "<faulthandler>",
+    "<sys.monitoring>",
+)
+
+
+def _interp_diff(snap: tuple[object, ...]) -> list[str]:
+    now = _interp_take()
+    if now == snap:
+        return []
+    return [site for site, a, b in zip(_INTERP_SITES, now, snap) if a is not b and a != b]
+
+
+def _interp_put(snap: tuple[object, ...], sites: list[str]) -> None:
+    enabled, threshold, interval, digits, profile, trace, fault, tools = snap
+    if "<gc>" in sites:
+        (gc.enable if enabled else gc.disable)()
+    if "<gc.threshold>" in sites:
+        gc.set_threshold(*threshold)  # type: ignore[misc]
+    if "<sys.switchinterval>" in sites:
+        sys.setswitchinterval(interval)  # type: ignore[arg-type]
+    if "<sys.int_max_str_digits>" in sites:
+        sys.set_int_max_str_digits(digits)  # type: ignore[arg-type]
+    # A profile or trace function set from C (cProfile, coverage's tracer) cannot always be
+    # put back through sys.setprofile/settrace: only the Python-level ones and "none" are.
+    for site, old, setter in (
+        ("<sys.profile>", profile, sys.setprofile),
+        ("<sys.trace>", trace, sys.settrace),
+    ):
+        if site in sites:
+            if old is None or type(old) in (types.FunctionType, types.MethodType):
+                setter(old)  # type: ignore[arg-type]
+            else:
+                UNRESTORABLE.append((site, f"the test replaced {old!r} (set from C code)"))
+    if "<faulthandler>" in sites:
+        if fault:
+            # Where it wrote (pytest's copy of stderr) is not known: it is not put back.
+            UNRESTORABLE.append(("<faulthandler>", "the test disabled faulthandler"))
+        else:
+            faulthandler.disable()
+    if "<sys.monitoring>" in sites:
+        _tools_put(tools)  # type: ignore[arg-type]
+
+
+def _tools_put(old: tuple[object, ...]) -> None:
+    mon = _monitoring
+    now = _tools()
+    for i, was, name in zip(_TOOL_IDS, old, now):
+        if was == name:
+            continue
+        if was is None:
+            # A tool id the test took and kept: its events and callbacks go with it.
+            mon.set_events(i, 0)
+            for event in vars(mon.events).values():
+                if isinstance(event, int) and event and not event & (event - 1):
+                    try:
+                        mon.register_callback(i, event, None)
+                    except ValueError:
+                        pass
+            mon.free_tool_id(i)
+        else:
+            UNRESTORABLE.append((f"<sys.monitoring>:{i}", f"the test freed tool {was!r}"))
+
+
 def _all_clean(snaps: list[Any]) -> bool:
     """Whether every probe of :func:`default_probes` finds its resource as in ``snaps``
     (what each ``diff`` returning [] tells), in one call: after most tests all are clean,
-    and one function with the checks inline costs a fraction of seventeen calls.  False
+    and one function with the checks inline costs a fraction of eighteen calls.  False
     also when a check cannot tell; the probes' own ``diff`` then decide."""
     (cwd, env, path, meta, hooks, argv, logs, warn, rnd, dec, umask, rlimit, timeout, loc,
-     sigs, stdio, syshooks) = snaps  # fmt: skip
+     sigs, stdio, syshooks, interp) = snaps  # fmt: skip
     try:
         return (
             _getcwd() == cwd
@@ -511,6 +639,7 @@ def _all_clean(snaps: list[Any]) -> bool:
             and sys.stdout is stdio[1]
             and sys.stderr is stdio[2]
             and not any(map(operator.is_not, _SYS_HOOKS_GET(sys), syshooks))
+            and _interp_take() == interp
         )
     except Exception:
         return False
@@ -543,6 +672,7 @@ def default_probes() -> list[Probe]:
         Probe("<signal>", _signals_take, _signals_diff, _signals_put),
         Probe("<stdio>", _stdio_take, _stdio_diff, _stdio_put),
         Probe("<sys hooks>", _sys_hooks_take, _sys_hooks_diff, _sys_hooks_put),
+        Probe("<interpreter>", _interp_take, _interp_diff, _interp_put),
     ]
     return probes
 

@@ -1135,8 +1135,11 @@ class ProfilerBackend:
     def __init__(self) -> None:
         import _lsprof
 
+        from isolator._process import own_hook
+
         self._prof: Any = _lsprof.Profiler()
         self._on = False
+        own_hook(self._prof)
 
     def start(self) -> None:
         # Leave a user's profiler alone; reads then come from the other sources.
@@ -1183,9 +1186,12 @@ class SettraceBackend:
             add(frame.f_code)
             return None
 
+        from isolator._process import own_hook
+
         self._seen = seen
         self._tracer = tracer
         self._on = False
+        own_hook(tracer)
 
     def start(self) -> None:
         if sys.gettrace() is None:

@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from isolator import _modules
 from isolator._files import FileGuard
-from isolator._process import Probe, default_probes, fast_check
+from isolator._process import UNRESTORABLE, Probe, default_probes, fast_check
 from isolator._reach import Reach, Scope, imports_of
 from isolator._same import same_value
 from isolator._state import (
@@ -185,6 +185,7 @@ class Resetter:
         self._exclude_prefixes = tuple(t + "." for t in exclude)
         self.probes: list[Probe] = default_probes()
         self._warnings_index = [p.name for p in self.probes].index("<warnings>")
+        self._interp_index = [p.name for p in self.probes].index("<interpreter>")
         self._probes_clean = fast_check(self.probes)
         self.files = FileGuard(backup_dir, exempt_dirs)  # its audit hook: from start() on
         self.tables: dict[str, StateTable] = {}
@@ -277,9 +278,11 @@ class Resetter:
         # Without setting off a garbage collection plain pytest would not run (see
         # settle_gc): the snapshots are many new objects.
         collecting = gc.isenabled()
+        interp = self.probes[self._interp_index].take()  # with the collector's own state
         gc.disable()
         try:
             self.probe_snaps = [p.take() for p in self.probes]
+            self.probe_snaps[self._interp_index] = interp
             _modules.absorb_writes()  # library modules too: pytest's set-up is not a test's
             settle_gc()
         finally:
@@ -439,11 +442,19 @@ class Resetter:
             files.unrestorable.clear()
         fast = self._probes_clean
         if force or fast is None or not fast(self.probe_snaps):
-            for probe, snap in zip(self.probes, self.probe_snaps):
+            snaps = self.probe_snaps
+            for k, (probe, snap) in enumerate(zip(self.probes, snaps)):
                 sites = probe.diff(snap)
                 if sites:
                     out.writes += sites
                     probe.put(snap, sites)
+                    if UNRESTORABLE:
+                        # Reported once: what was left becomes what later tests get.
+                        out.unrestorable += UNRESTORABLE
+                        left = {site for site, _ in UNRESTORABLE}
+                        sites = [site for site in sites if site not in left]
+                        UNRESTORABLE.clear()
+                        snaps[k] = probe.take()
                     out.reset += sites
                 elif force:
                     probe.put(snap, [])

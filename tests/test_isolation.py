@@ -115,9 +115,39 @@ PAIRS = {
         "assert open('data.txt').read() == 'original'",
     ),
     "file_deleted": ("os.remove('data.txt')", "assert os.path.exists('data.txt')"),
+    "umask": ("os.umask(0o077)", "assert os.umask(0o077) != 0o077"),
+    "recursion_limit": ("sys.setrecursionlimit(123)", "assert sys.getrecursionlimit() != 123"),
+    "socket_timeout": (
+        "socket.setdefaulttimeout(3.0)",
+        "assert socket.getdefaulttimeout() is None",
+    ),
+    "signal_handler": (
+        "signal.signal(signal.SIGUSR1, lambda *a: None)",
+        "assert signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL",
+    ),
+    "excepthook": ("sys.excepthook = print", "assert sys.excepthook is not print"),
+    "unraisablehook": (
+        "sys.unraisablehook = print",
+        "assert sys.unraisablehook is not print",
+    ),
+    "gc_disabled": ("gc.disable()", "assert gc.isenabled()"),
+    "gc_threshold": ("gc.set_threshold(5)", "assert gc.get_threshold()[0] != 5"),
+    "switch_interval": ("sys.setswitchinterval(0.5)", "assert sys.getswitchinterval() != 0.5"),
+    "profile_function": ("sys.setprofile(lambda *a: None)", "assert sys.getprofile() is None"),
+    "trace_function": ("sys.settrace(lambda *a: None)", "assert sys.gettrace() is None"),
 }
+if sys.version_info >= (3, 11):
+    PAIRS["int_max_str_digits"] = (
+        "sys.set_int_max_str_digits(1000)",
+        "assert sys.get_int_max_str_digits() != 1000",
+    )
+if sys.version_info >= (3, 12):
+    PAIRS["monitoring_tool"] = (
+        "sys.monitoring.use_tool_id(4, 'kept')",
+        "sys.monitoring.use_tool_id(4, 'mine'); sys.monitoring.free_tool_id(4)",
+    )
 
-HEADER = "import os, sys, json, types, logging, random, decimal\nimport pkg\n"
+HEADER = "import os, sys, json, types, logging, random, decimal, socket, signal, gc\nimport pkg\n"
 
 
 def _suite(pytester: pytest.Pytester) -> None:
@@ -282,6 +312,68 @@ def test_other():
     second.assert_outcomes(passed=2)
     second.stdout.fnmatch_lines(["*ran 1 test(s) in a forked child: could not reset: pkg:IDS*"])
     assert "could not reset after" not in second.stdout.str()
+
+
+def test_interpreter_state_that_cannot_be_put_back_is_reported_and_forked_next_time(
+    pytester: pytest.Pytester,
+) -> None:
+    # pytest enables faulthandler on a copy of stderr that nothing can ask it about.
+    pytester.makepyfile(
+        test_fault="""
+import faulthandler
+def test_disables():
+    faulthandler.disable()
+def test_expects_it():
+    assert faulthandler.is_enabled()
+"""
+    )
+    first = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    first.assert_outcomes(passed=1, failed=1)
+    first.stdout.fnmatch_lines(
+        [
+            "*could not reset after test_fault.py::test_disables: <faulthandler>: the test "
+            "disabled faulthandler*",
+            "*1 test(s) will run in a forked child from the next run on*",
+        ]
+    )
+    assert "could not reset after test_fault.py::test_expects_it" not in first.stdout.str()
+    second = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    second.assert_outcomes(passed=2)
+    second.stdout.fnmatch_lines(["*ran 1 test(s) in a forked child: could not reset: <faulth*"])
+
+
+@pytest.mark.parametrize("tracer", ["settrace", "profile"])
+def test_a_module_fixture_changing_the_interpreter_does_not_capture_isolators_tracer(
+    pytester: pytest.Pytester, tracer: str
+) -> None:
+    # The recording run's read tracer is a trace or profile function (below 3.12), on only
+    # inside test phases: a
+    # fixture's change to the interpreter's settings must not take it into the baseline
+    # (it would then be "put back" after every test).
+    pytester.makepyfile(
+        test_m="""
+import sys
+import pytest
+@pytest.fixture(scope="module")
+def slow_switch():
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(0.01)
+    yield
+    sys.setswitchinterval(old)
+def test_a(slow_switch):
+    assert sys.getswitchinterval() == 0.01
+def test_b(slow_switch):
+    assert sys.getswitchinterval() == 0.01
+""",
+        test_n="import sys\ndef test_c():\n    assert sys.getswitchinterval() != 0.01\n",
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "isolator", "--reset=minimal",
+        f"--isolator-record={pytester.path / 'rec.jsonl'}", f"--isolator-tracer={tracer}",
+    )  # fmt: skip
+    result.assert_outcomes(passed=3)
+    assert "<sys.trace>" not in result.stdout.str()
+    assert "<sys.profile>" not in result.stdout.str()
 
 
 def test_leaked_thread_is_reported(pytester: pytest.Pytester) -> None:

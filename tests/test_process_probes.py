@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import sys
@@ -56,8 +57,37 @@ def _hook() -> None:
     sys.excepthook = lambda *a: None
 
 
+def _unraisable_hook() -> None:
+    sys.unraisablehook = lambda *a: None
+
+
+def _gc_threshold() -> None:
+    gc.set_threshold(gc.get_threshold()[0] + 1)
+
+
+def _switch_interval() -> None:
+    sys.setswitchinterval(sys.getswitchinterval() * 2)
+
+
+def _profile() -> None:
+    sys.setprofile(lambda *a: None)
+
+
 @pytest.mark.parametrize(
-    "change", [_set_level, _add_handler, _new_dict, _no_propagate, _env, _path, _hook]
+    "change",
+    [
+        _set_level,
+        _add_handler,
+        _new_dict,
+        _no_propagate,
+        _env,
+        _path,
+        _hook,
+        _unraisable_hook,
+        _gc_threshold,
+        _switch_interval,
+        _profile,
+    ],
 )
 def test_a_change_is_seen_by_both(
     probes: tuple[list[_process.Probe], list[object]], change: Callable[[], None]
