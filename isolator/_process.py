@@ -483,6 +483,74 @@ def _sys_hooks_put(snap: tuple[object, ...], sites: list[str]) -> None:
 _SYS_HOOKS_GET = operator.attrgetter(*_SYS_HOOKS)
 
 
+# Patches a test started with unittest.mock's ``patch(...).start()`` (``patch.object``,
+# ``patch.dict``, ``patch.multiple``) and never stopped: whatever they patched -- a library
+# class's attribute, an object's, a dict's keys -- comes back when they are stopped, which
+# is what the next test would find in a fresh process.  (Patches a higher-scoped fixture
+# started are part of the baseline while it lives.)  The backport ``mock`` has its own list.
+_MOCK_MODULES = ("unittest.mock", "mock.mock")
+
+
+def _patches_take() -> tuple[object, ...]:
+    out: tuple[object, ...] = ()
+    mods = sys.modules
+    for name in _MOCK_MODULES:
+        mod = mods.get(name)
+        if mod is not None:
+            active = getattr(getattr(mod, "_patch", None), "_active_patches", None)
+            if type(active) is list and active:
+                out += tuple(active)
+    return out
+
+
+def _patch_site(patch: object) -> str:
+    """``<mock.patch>:module:Class.attribute`` for a patch's target (while it is on)."""
+    attribute = getattr(patch, "attribute", None)
+    target = getattr(patch, "target", None)
+    if target is None and attribute is not None:
+        try:  # a stopped patch: its getter names the target again (imported already)
+            target = patch.getter()  # type: ignore[attr-defined]
+        except Exception:
+            target = None
+    if attribute is None:  # patch.dict: the dict it changed
+        target, attribute = getattr(patch, "in_dict", None), "<keys>"
+    if isinstance(target, types.ModuleType):
+        owner = f"{target.__name__}:"
+    elif isinstance(target, type):
+        owner = f"{target.__module__}:{target.__qualname__}."
+    else:
+        owner = f"<{type(target).__name__} object>."
+    return f"<mock.patch>:{owner}{attribute}"
+
+
+def _patches_diff(snap: tuple[object, ...]) -> list[str]:
+    now = _patches_take()
+    if now == snap:
+        return []
+    before = {id(p) for p in snap}
+    after = {id(p) for p in now}
+    return [_patch_site(p) for p in now if id(p) not in before] + [
+        _patch_site(p) for p in snap if id(p) not in after
+    ]
+
+
+def _patches_put(snap: tuple[object, ...], sites: list[str]) -> None:
+    before = {id(p) for p in snap}
+    now = _patches_take()
+    for patch in reversed(now):  # the last started first, as stopall() does
+        if id(patch) in before:
+            continue
+        site = _patch_site(patch)
+        try:
+            patch.stop()  # type: ignore[attr-defined]
+        except Exception as exc:
+            UNRESTORABLE.append((site, f"stopping the patch raised {exc!r}"))
+    after = {id(p) for p in now}
+    for patch in snap:
+        if id(patch) not in after:
+            UNRESTORABLE.append((_patch_site(patch), "the test stopped a patch started before it"))
+
+
 # What the restore of a probe could not do, as (site, why): the resetter reports each
 # (and runs that test in a forked child from the next run on).
 UNRESTORABLE: list[tuple[str, str]] = []
@@ -605,13 +673,14 @@ def _tools_put(old: tuple[object, ...]) -> None:
 def _all_clean(snaps: list[Any]) -> bool:
     """Whether every probe of :func:`default_probes` finds its resource as in ``snaps``
     (what each ``diff`` returning [] tells), in one call: after most tests all are clean,
-    and one function with the checks inline costs a fraction of eighteen calls.  False
+    and one function with the checks inline costs a fraction of nineteen calls.  False
     also when a check cannot tell; the probes' own ``diff`` then decide."""
-    (cwd, env, path, meta, hooks, argv, logs, warn, rnd, dec, umask, rlimit, timeout, loc,
-     sigs, stdio, syshooks, interp) = snaps  # fmt: skip
+    (patches, cwd, env, path, meta, hooks, argv, logs, warn, rnd, dec, umask, rlimit, timeout,
+     loc, sigs, stdio, syshooks, interp) = snaps  # fmt: skip
     try:
         return (
-            _getcwd() == cwd
+            _patches_take() == patches
+            and _getcwd() == cwd
             and _environ_data == env
             and sys.path is path[0]
             and path[0] == path[1]
@@ -655,6 +724,9 @@ def fast_check(probes: list[Probe]) -> Callable[[list[Any]], bool] | None:
 def default_probes() -> list[Probe]:
     """Every process-wide probe, in restore order."""
     probes = [
+        # First: stopping a patch puts back what it patched, which other probes look at
+        # (patch.dict(os.environ), patch.dict(sys.modules)).
+        Probe("<mock.patch>", _patches_take, _patches_diff, _patches_put),
         Probe("<cwd>", _cwd_take, _cwd_diff, _cwd_put),
         Probe("<env>", _env_take, _env_diff, _env_put, _env_absorb),
         _list_probe("<sys.path>", lambda: sys.path),

@@ -135,6 +135,19 @@ PAIRS = {
     "switch_interval": ("sys.setswitchinterval(0.5)", "assert sys.getswitchinterval() != 0.5"),
     "profile_function": ("sys.setprofile(lambda *a: None)", "assert sys.getprofile() is None"),
     "trace_function": ("sys.settrace(lambda *a: None)", "assert sys.gettrace() is None"),
+    # Patches started and never stopped (only their stop puts back what is not a module's).
+    "mock_patch_class_attr": (
+        "mock.patch('http.client.HTTPConnection.debuglevel', 5).start()",
+        "assert http.client.HTTPConnection.debuglevel == 0",
+    ),
+    "mock_patch_library_dict": (
+        "mock.patch.dict(json.decoder.BACKSLASH, {'q': 'x'}).start()",
+        "assert 'q' not in json.decoder.BACKSLASH",
+    ),
+    "mock_patch_library_object": (
+        "mock.patch.object(logging.root, 'name', 'patched').start()",
+        "assert logging.root.name == 'root'",
+    ),
 }
 if sys.version_info >= (3, 11):
     PAIRS["int_max_str_digits"] = (
@@ -147,7 +160,11 @@ if sys.version_info >= (3, 12):
         "sys.monitoring.use_tool_id(4, 'mine'); sys.monitoring.free_tool_id(4)",
     )
 
-HEADER = "import os, sys, json, types, logging, random, decimal, socket, signal, gc\nimport pkg\n"
+HEADER = (
+    "import os, sys, json, types, logging, random, decimal, socket, signal, gc, http.client\n"
+    "from unittest import mock\n"
+    "import pkg\n"
+)
 
 
 def _suite(pytester: pytest.Pytester) -> None:
@@ -340,6 +357,48 @@ def test_expects_it():
     second = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
     second.assert_outcomes(passed=2)
     second.stdout.fnmatch_lines(["*ran 1 test(s) in a forked child: could not reset: <faulth*"])
+
+
+def test_patches_of_a_module_fixture_stay_while_it_lives_and_a_stopall_is_reported(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        test_a="""
+import http.client
+from unittest import mock
+import pytest
+@pytest.fixture(scope="module")
+def debug():
+    p = mock.patch.object(http.client.HTTPConnection, "debuglevel", 3)
+    p.start()
+    yield
+    p.stop()
+def test_sees_the_fixtures_patch(debug):
+    mock.patch.object(http.client.HTTPConnection, "auto_open", 0).start()
+    assert http.client.HTTPConnection.debuglevel == 3
+def test_still_patched_not_leaked(debug):
+    assert http.client.HTTPConnection.debuglevel == 3
+    assert http.client.HTTPConnection.auto_open == 1
+def test_stops_everything(debug):
+    mock.patch.stopall()
+def test_after_the_stop(debug):
+    assert http.client.HTTPConnection.debuglevel == 0  # as in one process without isolator
+""",
+        test_b="""
+import http.client
+def test_fixture_gone():
+    assert http.client.HTTPConnection.debuglevel == 0
+""",
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=5)
+    result.stdout.fnmatch_lines(
+        [
+            "*<mock.patch>:http.client:HTTPConnection.auto_open (1)*",
+            "*could not reset after test_a.py::test_stops_everything: <mock.patch>:http.client:"
+            "HTTPConnection.debuglevel: the test stopped a patch started before it*",
+        ]
+    )
 
 
 @pytest.mark.parametrize("tracer", ["settrace", "profile"])

@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
+from unittest import mock
 
 import pytest
 
@@ -73,6 +74,10 @@ def _profile() -> None:
     sys.setprofile(lambda *a: None)
 
 
+def _mock_patch() -> None:
+    mock.patch.object(logging, "raiseExceptions", False).start()
+
+
 @pytest.mark.parametrize(
     "change",
     [
@@ -87,6 +92,7 @@ def _profile() -> None:
         _gc_threshold,
         _switch_interval,
         _profile,
+        _mock_patch,
     ],
 )
 def test_a_change_is_seen_by_both(
@@ -101,6 +107,9 @@ def test_a_change_is_seen_by_both(
     change()
     assert _diffs(ps, snaps) != []
     assert not check(snaps)
+    for p, snap in zip(ps, snaps):
+        p.put(snap, p.diff(snap))
+    assert check(snaps) and _diffs(ps, snaps) == []
 
 
 def test_a_value_written_back_is_clean_again(
