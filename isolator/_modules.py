@@ -251,7 +251,7 @@ def is_extension(mod: object) -> bool:
 # outside the module that a reset would undo, and for a project module what puts its
 # tracked state back as it was then, else None; and the (mtime, size) of the file it was
 # executed from: a file rewritten since is executed again, as a new process would).
-_Fresh = tuple[dict[str, Any], list[str], bool, Callable[[], None] | None, tuple[int, int] | None]
+_Fresh = tuple[dict[str, Any], list[str], bool, Callable[[], object] | None, tuple[int, int] | None]
 
 
 _FIRST_IMPORT: Final = "_isolator_first_import"
@@ -445,7 +445,7 @@ class UnloadedFinder:
         self.fresh = _FirstImports()
         self.probe: Callable[[], Any] | None = None  # the resetter's process probes
         # For a project module: snapshot of its tracked state -> what puts it back (or None).
-        self.snapshot: Callable[[types.ModuleType], Callable[[], None] | None] | None = None
+        self.snapshot: Callable[[types.ModuleType], Callable[[], object] | None] | None = None
         self._finding = False
         # name -> (where the import system looked, the origin it found there): a module
         # unloaded after most tests is found again without asking every finder each time.

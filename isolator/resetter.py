@@ -140,6 +140,10 @@ def settle_gc() -> None:
     gc.unfreeze()
 
 
+def _refused(exc: BaseException) -> str:
+    return f"putting it back raised {type(exc).__name__}: {exc}"
+
+
 def _root(site: str) -> str:
     """The module global a site hangs from: ``m:name`` of ``m:name.attr[key]``."""
     mod, _, rest = site.partition(":")
@@ -317,7 +321,7 @@ class Resetter:
             lengths = [_length(x) for x in lives]
         return self.probe_diffs(), tags, lengths
 
-    def _module_snapshot(self, mod: types.ModuleType) -> Callable[[], None] | None:
+    def _module_snapshot(self, mod: types.ModuleType) -> Callable[[], object] | None:
         """For a project module a test imported: its tracked state right after its import,
         and what puts that back (when the module is reinstated for a later test)."""
         if not self.is_project(mod):
@@ -447,7 +451,10 @@ class Resetter:
                 sites = probe.diff(snap)
                 if sites:
                     out.writes += sites
-                    probe.put(snap, sites)
+                    try:
+                        probe.put(snap, sites)
+                    except Exception as exc:
+                        UNRESTORABLE.extend((site, _refused(exc)) for site in sites)
                     if UNRESTORABLE:
                         # Reported once: what was left becomes what later tests get.
                         out.unrestorable += UNRESTORABLE
@@ -521,6 +528,7 @@ class Resetter:
         # reported; the test runs in a forked child from the next run on.
         frozen = {_root(t.opaque[i].site) for i in opaque} if opaque and not force else set()
         left: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
+        broken: set[int] = set()  # watches whose restore raised (reported already)
         memo_ok = self.learn_memo or self.keep
         for i in idx:
             if frozen and _root(t.sites[i]) in frozen:
@@ -535,7 +543,16 @@ class Resetter:
                 keys = t.diff_keys(i)  # one comparison for the memo check and the reset
                 if keys is not None and self._keep_memo(t, i, keys):
                     continue
-            sites = t.reset(i, keys)
+            try:
+                sites = t.reset(i, keys)
+            except Exception as exc:
+                # The object refuses its old state (its own code raised): it stays as the
+                # test left it, joins the baseline, and is reported.
+                out.writes.append(t.sites[i])
+                out.unrestorable.append((t.sites[i], _refused(exc)))
+                left[0].append(i)
+                broken.add(i)
+                continue
             out.writes += sites
             out.reset += sites
         for i in caches:
@@ -544,7 +561,11 @@ class Resetter:
             if frozen and _root(site) in frozen:
                 left[1].append(i)
                 continue
-            t.restore_cache(i)
+            try:
+                t.restore_cache(i)
+            except Exception as exc:
+                out.unrestorable.append((site, _refused(exc)))
+                continue
             out.reset.append(site)
             if t.caches[i][2]:
                 out.unrestorable.append(
@@ -578,9 +599,11 @@ class Resetter:
             except Exception:
                 pass
         if force:
-            t.restore_all()
+            out.unrestorable += [(site, _refused(exc)) for site, exc in t.restore_all()]
         elif any(left):
             for i in left[0]:
+                if i in broken:
+                    continue
                 sites = t.changed_sites(i)
                 out.writes += sites
                 out.unrestorable += [(s, _LEFT) for s in sites]

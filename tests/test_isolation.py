@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -357,6 +358,56 @@ def test_expects_it():
     second = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
     second.assert_outcomes(passed=2)
     second.stdout.fnmatch_lines(["*ran 1 test(s) in a forked child: could not reset: <faulth*"])
+
+
+def test_objects_that_refuse_their_old_state_are_reported_and_the_run_goes_on(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        frozen="""
+import dataclasses
+class FrozenMeta(type):
+    def __setattr__(cls, name, value):
+        raise AttributeError(f"{cls.__name__} is frozen")
+class Settings(metaclass=FrozenMeta):
+    debug = False
+@dataclasses.dataclass(frozen=True, slots=True)
+class Point:
+    x: int
+ORIGIN = Point(0)
+class Stuck(dict):
+    def __delitem__(self, key):
+        raise TypeError("entries stay")
+    def clear(self):
+        raise TypeError("entries stay")
+STUCK = Stuck(a=1)
+""",
+        test_frozen="""
+import frozen
+def test_override():
+    type.__setattr__(frozen.Settings, "debug", True)
+    object.__setattr__(frozen.ORIGIN, "x", 5)
+    frozen.STUCK["b"] = 2
+def test_after():
+    assert frozen.Settings.debug is False
+    assert frozen.ORIGIN.x == 0
+def test_unrelated():
+    pass
+""",
+    )
+    for mode in ("minimal", "full"):
+        result = pytester.runpytest_subprocess(
+            "-p", "no:randomly", "-p", "isolator", f"--reset={mode}"
+        )
+        result.assert_outcomes(passed=3)
+        assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+        result.stdout.fnmatch_lines(
+            [
+                "*could not reset after test_frozen.py::test_override: frozen:STUCK: putting it "
+                "back raised TypeError: entries stay*"
+            ]
+        )
+        shutil.rmtree(pytester.path / ".isolator")
 
 
 def test_patches_of_a_module_fixture_stay_while_it_lives_and_a_stopall_is_reported(
