@@ -28,6 +28,7 @@ import re
 import sys
 import types
 import warnings
+import weakref
 from array import array
 from collections.abc import Callable
 from typing import Any, Final
@@ -84,6 +85,7 @@ _IMMUTABLE: tuple[type, ...] = (
 _IMMUTABLE_EXACT: Final = frozenset(_IMMUTABLE)
 _SKIP_GLOBALS: tuple[type, ...] = (*_IMMUTABLE, types.ModuleType)
 _CONTAINERS: Final = (dict, list, set, collections.deque)
+_WEAK_CONTAINERS: Final = (weakref.WeakValueDictionary, weakref.WeakKeyDictionary, weakref.WeakSet)
 _PLAIN_CONTAINERS: Final = frozenset(
     {dict, list, set, collections.deque, collections.OrderedDict, collections.defaultdict}
 )
@@ -450,6 +452,17 @@ class StateTable:
         if isinstance(value, functools.partial):
             self._walk(site, value.args, modname, prefixes, depth + 1, budget)
             self._walk(site, value.keywords, modname, prefixes, depth + 1, budget)
+            return
+        if isinstance(value, _WEAK_CONTAINERS):
+            # A weak cache of canonical instances: the entries a test added must go, or the
+            # next test is handed an earlier test's object (which a fresh process would
+            # build anew).  Its ``data`` holds the weak references: watching them keeps no
+            # object alive.
+            data = getattr(value, "data", None)
+            if type(data) is dict:
+                self._watch(site, data, dict(data), DICT, None)
+            elif type(data) is set:
+                self._watch(site, data, set(data), SET, None)
             return
         cls = type(value)
         if cls is not types.SimpleNamespace and not _is_project(

@@ -67,6 +67,19 @@ def greet(*, who="world"):
 
 import collections
 HOOKS = collections.defaultdict(list)
+
+import weakref
+class Canon:
+    def __init__(self, name):
+        self.name = name
+CANON = weakref.WeakValueDictionary()  # canonical instances, held by RECENT
+RECENT = {}
+def canon(name):
+    obj = CANON.get(name)
+    if obj is None:
+        obj = CANON[name] = Canon(name)
+    RECENT[name] = obj
+    return obj
 """
 
 # Each pair: (name, polluting body, victim body). Polluter runs first in the file.
@@ -136,6 +149,7 @@ PAIRS = {
     "switch_interval": ("sys.setswitchinterval(0.5)", "assert sys.getswitchinterval() != 0.5"),
     "profile_function": ("sys.setprofile(lambda *a: None)", "assert sys.getprofile() is None"),
     "trace_function": ("sys.settrace(lambda *a: None)", "assert sys.gettrace() is None"),
+    "weak_cache": ("pkg.canon('x').name = 'changed'", "assert pkg.canon('x').name == 'x'"),
     # Patches started and never stopped (only their stop puts back what is not a module's).
     "mock_patch_class_attr": (
         "mock.patch('http.client.HTTPConnection.debuglevel', 5).start()",
