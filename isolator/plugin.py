@@ -491,6 +491,7 @@ def _wrap_protocol(
             if mod is not None and same:
                 # Within a test module only the state it can reach; at the boundary, all.
                 scope = r.scope_for(str(getattr(mod, "__name__", "")), self.conftests)
+            r.test_module = mod
             out = r.check_and_reset(force=self.mode == "full", scope=scope)
             self.overhead += time.perf_counter() - t0
             self.tests += 1

@@ -219,6 +219,11 @@ class Resetter:
         self.memo_prior_kept = 0
         self.memo_kept: list[str] = []
         self._module_names_seen: set[str] = set()
+        # The module of the test being checked (set by the plugin), and what the static
+        # pass says about memo candidates: (site, id of test module) -> may learn.
+        self.test_module: types.ModuleType | None = None
+        self._memo_verdicts: dict[tuple[str, int], bool] = {}
+        self._static: dict[str, Any] = {}
         # A module file -> whether it is project code (by where it is: the rootdir, not a
         # site-packages directory, not isolator); asked for every module more than once.
         self._where_project: dict[str, bool] = {}
@@ -644,6 +649,8 @@ class Resetter:
         site = t.sites[i]
         keep: list[tuple[Any, Any]] = []
         declared = bool(self.keep) and any(fnmatch.fnmatchcase(site, p) for p in self.keep)
+        if not declared and not self._may_learn(site):
+            return False
         for k, v in added:
             if declared:
                 keep.append((k, v))
@@ -677,6 +684,52 @@ class Resetter:
             snap[k] = v
             self.memo_kept.append(f"{site}[{k!r}]")
         return True
+
+    def _may_learn(self, site: str) -> bool:
+        """Whether entries added to the dict at ``site`` may be memo entries, as far as
+        the static pass sees its writers in the running test's module and in the dict's
+        own module: not when a test function writes it (a test setting a flag twice is
+        not a cache), nor when a function writes it without reading it (a setter; a memo
+        function looks the key up first).  Writers it cannot see leave the learning as
+        it was."""
+        mod = self.test_module
+        key = (site, id(mod))
+        verdict = self._memo_verdicts.get(key)
+        if verdict is None:
+            verdict = self._memo_verdicts[key] = self._judge_memo(site, mod)
+        return verdict
+
+    def _judge_memo(self, site: str, test_module: object) -> bool:
+        from isolator.analysis import sites_overlap
+
+        owner = sys.modules.get(site.partition(":")[0])
+        for mod, in_test in ((test_module, True), (owner, False)):
+            state = self._static_state(mod)
+            if state is None:
+                continue
+            for code in state.code:
+                if code.qualname == "<module>":
+                    continue  # the module's own initialisation
+                if not any(sites_overlap(w, site) for w in code.writes):
+                    continue
+                if not any(sites_overlap(r, site) for r in code.reads):
+                    return False
+                if in_test and code.qualname.rpartition(".")[2].startswith("test"):
+                    return False
+        return True
+
+    def _static_state(self, mod: object) -> Any:
+        """The static pass's view of a module's file (None: no source), once per file."""
+        f = getattr(mod, "__file__", None)
+        name = getattr(mod, "__name__", None)
+        if not isinstance(f, str) or not isinstance(name, str) or not f.endswith(".py"):
+            return None
+        if f not in self._static:
+            from isolator.analysis import analyze_file
+
+            state = analyze_file(f, name)
+            self._static[f] = None if state.error else state
+        return self._static[f]
 
     def code_stamp(self) -> str:
         """What memo knowledge from another run is valid for: this interpreter and the

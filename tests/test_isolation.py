@@ -888,6 +888,53 @@ def test_objects_whose_code_fails_when_looked_at_do_not_stop_the_baseline(
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
 
 
+def test_memo_learning_ignores_dicts_that_tests_or_setters_write(
+    pytester: pytest.Pytester,
+) -> None:
+    # Two tests adding the same entry is no proof of a cache: not when the tests write the
+    # dict themselves, nor when they call a function that stores without looking up.
+    pytester.makepyfile(
+        pkg="""
+FLAGS = {}
+def enable(name):
+    FLAGS[name] = True
+_squares = {}
+def square(n):
+    if n not in _squares:
+        _squares[n] = [n * n]
+    return _squares[n]
+""",
+        test_flags="""
+import pkg
+def test_1():
+    pkg.FLAGS["x"] = True
+def test_2():
+    pkg.FLAGS["x"] = True
+def test_3():
+    assert "x" not in pkg.FLAGS
+""",
+        test_setter="""
+import pkg
+def test_4():
+    pkg.enable("y")
+def test_5():
+    pkg.enable("y")
+def test_6():
+    assert "y" not in pkg.FLAGS
+""",
+        test_memo="""
+import pkg
+def test_7():
+    assert pkg.square(3) == [9]
+def test_8():
+    assert pkg.square(3) == [9]
+""",
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=8)
+    assert "(learn_memo): pkg:_squares[3]\n" in result.stdout.str()
+
+
 def test_memo_entries_are_kept_only_when_nothing_beside_them_changed(
     pytester: pytest.Pytester,
 ) -> None:
