@@ -597,7 +597,18 @@ def _interp_take() -> tuple[object, ...]:
         trace,
         faulthandler.is_enabled(),
         _tools(),
+        tuple(gc.callbacks),
+        gc.get_debug(),
+        sys.get_asyncgen_hooks(),
+        sys.get_coroutine_origin_tracking_depth(),
+        tuple(sys.warnoptions),
+        # logging.addLevelName's two tables (the logging probe sees the loggers).
+        (dict(_level_names), dict(_name_levels)),
     )
+
+
+_level_names: dict[int, str] = logging._levelToName
+_name_levels: dict[str, int] = logging._nameToLevel
 
 
 _INTERP_SITES = (
@@ -609,6 +620,12 @@ _INTERP_SITES = (
     "<sys.trace>",
     "<faulthandler>",
     "<sys.monitoring>",
+    "<gc.callbacks>",
+    "<gc.debug>",
+    "<sys.asyncgen_hooks>",
+    "<sys.coroutine_origin_tracking_depth>",
+    "<sys.warnoptions>",
+    "<logging>:<level names>",
 )
 
 
@@ -619,16 +636,17 @@ def _interp_diff(snap: tuple[object, ...]) -> list[str]:
     return [site for site, a, b in zip(_INTERP_SITES, now, snap) if a is not b and a != b]
 
 
-def _interp_put(snap: tuple[object, ...], sites: list[str]) -> None:
-    enabled, threshold, interval, digits, profile, trace, fault, tools = snap
+def _interp_put(snap: Any, sites: list[str]) -> None:
+    (enabled, threshold, interval, digits, profile, trace, fault, tools, callbacks, debug,
+     agen_hooks, origin_depth, warnoptions, level_names) = snap  # fmt: skip
     if "<gc>" in sites:
         (gc.enable if enabled else gc.disable)()
     if "<gc.threshold>" in sites:
-        gc.set_threshold(*threshold)  # type: ignore[misc]
+        gc.set_threshold(*threshold)
     if "<sys.switchinterval>" in sites:
-        sys.setswitchinterval(interval)  # type: ignore[arg-type]
+        sys.setswitchinterval(interval)
     if "<sys.int_max_str_digits>" in sites:
-        sys.set_int_max_str_digits(digits)  # type: ignore[arg-type]
+        sys.set_int_max_str_digits(digits)
     # A profile or trace function set from C (cProfile, coverage's tracer) cannot always be
     # put back through sys.setprofile/settrace: only the Python-level ones and "none" are.
     for site, old, setter in (
@@ -637,7 +655,7 @@ def _interp_put(snap: tuple[object, ...], sites: list[str]) -> None:
     ):
         if site in sites:
             if old is None or type(old) in (types.FunctionType, types.MethodType):
-                setter(old)  # type: ignore[arg-type]
+                setter(old)
             else:
                 UNRESTORABLE.append((site, f"the test replaced {old!r} (set from C code)"))
     if "<faulthandler>" in sites:
@@ -647,7 +665,23 @@ def _interp_put(snap: tuple[object, ...], sites: list[str]) -> None:
         else:
             faulthandler.disable()
     if "<sys.monitoring>" in sites:
-        _tools_put(tools)  # type: ignore[arg-type]
+        _tools_put(tools)
+    if "<gc.callbacks>" in sites:
+        gc.callbacks[:] = callbacks
+    if "<gc.debug>" in sites:
+        gc.set_debug(debug)
+    if "<sys.asyncgen_hooks>" in sites:
+        sys.set_asyncgen_hooks(*agen_hooks)
+    if "<sys.coroutine_origin_tracking_depth>" in sites:
+        sys.set_coroutine_origin_tracking_depth(origin_depth)
+    if "<sys.warnoptions>" in sites:
+        sys.warnoptions[:] = warnoptions
+    if "<logging>:<level names>" in sites:
+        names, levels = level_names
+        _level_names.clear()
+        _level_names.update(names)
+        _name_levels.clear()
+        _name_levels.update(levels)
 
 
 def _tools_put(old: tuple[object, ...]) -> None:

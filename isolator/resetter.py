@@ -17,6 +17,7 @@ import gc
 import os
 import sys
 import threading
+import time
 import types
 from collections import Counter
 from collections.abc import Callable
@@ -487,6 +488,13 @@ class Resetter:
             log.undo(set(kept))
         if kept:
             self._absorb_submodules(kept)
+        if out.reset and any(s == "<env>:TZ" or s.startswith("time:") for s in out.reset):
+            # The C library's idea of the time zone follows TZ only through tzset(), which
+            # also rebinds time.timezone/altzone/daylight/tzname (just put back).
+            _tzset = getattr(time, "tzset", None)
+            if _tzset is not None:
+                _tzset()
+                _modules.absorb_writes()  # its rebinding is not the next test's write
         if force:
             for t in self.tables.values():
                 self._reset_table(t, out, force)

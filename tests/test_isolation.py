@@ -149,6 +149,28 @@ PAIRS = {
     "switch_interval": ("sys.setswitchinterval(0.5)", "assert sys.getswitchinterval() != 0.5"),
     "profile_function": ("sys.setprofile(lambda *a: None)", "assert sys.getprofile() is None"),
     "trace_function": ("sys.settrace(lambda *a: None)", "assert sys.gettrace() is None"),
+    "time_zone": (
+        "os.environ['TZ'] = 'Pacific/Chatham'; time.tzset(); del os.environ['TZ']",
+        "assert (time.timezone, time.localtime(0).tm_hour) == TZ0",
+    ),
+    "gc_callbacks": ("gc.callbacks.append(print)", "assert print not in gc.callbacks"),
+    "gc_debug": ("gc.set_debug(gc.DEBUG_SAVEALL)", "assert gc.get_debug() == 0"),
+    "asyncgen_hooks": (
+        "sys.set_asyncgen_hooks(firstiter=print)",
+        "assert sys.get_asyncgen_hooks().firstiter is not print",
+    ),
+    "coroutine_origin": (
+        "sys.set_coroutine_origin_tracking_depth(7)",
+        "assert sys.get_coroutine_origin_tracking_depth() != 7",
+    ),
+    "warnoptions": (
+        "sys.warnoptions.append('ignore::X')",
+        "assert 'ignore::X' not in sys.warnoptions",
+    ),
+    "level_names": (
+        "logging.addLevelName(25, 'NOTICE')",
+        "assert logging.getLevelName(25) == 'Level 25'",
+    ),
     "weak_cache": ("pkg.canon('x').name = 'changed'", "assert pkg.canon('x').name == 'x'"),
     # Patches started and never stopped (only their stop puts back what is not a module's).
     "mock_patch_class_attr": (
@@ -178,7 +200,9 @@ if sys.version_info >= (3, 12):
 HEADER = (
     "import os, sys, json, types, logging, random, decimal, socket, signal, gc, http.client\n"
     "from unittest import mock\n"
+    "import time\n"
     "import pkg\n"
+    "TZ0 = (time.timezone, time.localtime(0).tm_hour)\n"
 )
 
 
