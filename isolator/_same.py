@@ -69,6 +69,9 @@ _addr: Final = object.__hash__ if sys.implementation.name == "cpython" else id
 _BUDGET: Final = 400_000
 _SIG_DEPTH: Final = 40
 _MISSING: Final = object()
+# An unset slot.  Not _MISSING: pairs are looked up with that, and an object paired with
+# itself is stored as its own partner, so a second unset slot would look unpaired.
+_UNSET: Final = object()
 _key: Final = operator.itemgetter(0)  # of a dict item
 # Tiers of open groups (sets, lists, dict items left to pair), settled in this order.
 _FRESH, _WAITING, _ALIKE = 0, 1, 2
@@ -290,7 +293,7 @@ class _Matcher:
                 raise _NotSame
             pairs.append((da, db))
         for name in self.slot_names(type(x)):
-            pairs.append((getattr(x, name, _MISSING), getattr(y, name, _MISSING)))
+            pairs.append((getattr(x, name, _UNSET), getattr(y, name, _UNSET)))
         return pairs
 
     def expand_dict(self, x: dict[Any, Any], y: dict[Any, Any]) -> list[tuple[Any, Any]]:

@@ -98,6 +98,21 @@ def test_slots_defaults_and_leaves_with_their_own_equality() -> None:
     assert not same_value(object(), object())
 
 
+class _HalfSet:
+    __slots__ = ("value", "lazy")  # ``lazy`` is set only once computed
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+
+def test_unset_slots_of_several_objects_are_the_same() -> None:
+    # Two unset slots in one value (babel's plural rules): both pair "unset" with "unset".
+    assert same_value([_HalfSet([]), _HalfSet([])], [_HalfSet([]), _HalfSet([])])
+    one_set = _HalfSet([])
+    one_set.lazy = 1
+    assert not same_value([_HalfSet([]), one_set], [_HalfSet([]), _HalfSet([])])
+
+
 def test_dicts_pair_values_by_key() -> None:
     assert same_value({"a": 1, "b": Leaf(2)}, {"b": Leaf(2), "a": 1})
     assert not same_value({"a": 1, "b": 2}, {"a": 1, "b": 3})
