@@ -31,11 +31,13 @@ from isolator._same import same_value
 from isolator._state import (
     _EMPTY,
     _MAPPING_KINDS,
+    _SKIP_NAMES,
     ALL_KINDS,
     DEQUE,
     DICT,
     LIST,
     LIVES,
+    MODULE,
     SET,
     SLOTS,
     TAGS,
@@ -223,7 +225,7 @@ class Resetter:
         # The module of the test being checked (set by the plugin), and what the static
         # pass says about memo candidates: (site, id of test module) -> may learn.
         self.test_module: types.ModuleType | None = None
-        self._memo_verdicts: dict[tuple[str, int], bool] = {}
+        self._memo_verdicts: dict[tuple[str, int, bool], bool] = {}
         self._static: dict[str, Any] = {}
         # A module file -> whether it is project code (by where it is: the rootdir, not a
         # site-packages directory, not isolator); asked for every module more than once.
@@ -550,12 +552,14 @@ class Resetter:
             keys = None
             if (
                 memo_ok
-                and t.kinds[i] == DICT
+                and (t.kinds[i] == DICT or t.kinds[i] == MODULE)
                 and not _dirty_sibling(t, i, idx, (caches, cells, defaults, opaque))
             ):
                 keys = t.diff_keys(i)  # one comparison for the memo check and the reset
-                if keys is not None and self._keep_memo(t, i, keys):
-                    continue
+                if keys is not None:
+                    keys = self._keep_memo(t, i, keys)  # what is left to reset
+                    if not keys:
+                        continue
             try:
                 sites = t.reset(i, keys)
             except Exception as exc:
@@ -627,7 +631,7 @@ class Resetter:
         elif pending:
             t.verified(pending)
 
-    def _keep_memo(self, t: StateTable, i: int, keys: list[Any]) -> bool:
+    def _keep_memo(self, t: StateTable, i: int, keys: list[Any]) -> list[Any]:
         """Keep entries a test *added* to a dict once a later test recomputed them equal.
 
         Memo caches (parsers, grammars, compiled patterns) are refilled by every test after
@@ -635,30 +639,42 @@ class Resetter:
         same after a reset (:func:`isolator._same.same_value`: an isomorphic object graph,
         up to what memory layout decides) is taken as a deterministic memo entry and joins
         the baseline; a key recomputed different ``_MEMO_MISSES`` times is no longer
-        compared.  ``keys``: the watch's :meth:`StateTable.diff_keys`.  Returns True
-        when every change of the watch was such an entry.
+        compared.  ``keys``: the watch's :meth:`StateTable.diff_keys`.  Returns the keys
+        left to reset: the entries kept join the baseline one by one (a test that loads
+        a new locale beside one loaded before keeps the one it recomputed).
         """
         try:
             return self._keep_added(t, i, keys)
         except Exception:
             # A key whose hash or equality changed since it was stored (mpmath's numbers
             # hash by the working precision), or raises: not a memo we can reason about.
-            return False
+            return keys
 
-    def _keep_added(self, t: StateTable, i: int, keys: list[Any]) -> bool:
+    def _keep_added(self, t: StateTable, i: int, keys: list[Any]) -> list[Any]:
         live, snap = t.lives[i], t.snaps[i]
+        # A module's globals: a name bound from None by a function that looks at it first
+        # is a lazily loaded value (``global _DATA; if _DATA is None: _DATA = load()``),
+        # the module-level form of a memo entry.
+        module = t.kinds[i] == MODULE
         added: list[tuple[Any, Any]] = []
         for k in keys:
-            if k in snap:
-                return False  # removed or rebound: not only added
+            if module and (type(k) is not str or k in _SKIP_NAMES or snap.get(k, None) is not None):
+                return keys
+            if k in snap and not module:
+                return keys  # removed or rebound: not only added
             added.append((k, live[k]))
         if not added:
-            return False
+            return keys
         site = t.sites[i]
         keep: list[tuple[Any, Any]] = []
         declared = bool(self.keep) and any(fnmatch.fnmatchcase(site, p) for p in self.keep)
-        if not declared and not self._may_learn(site):
-            return False
+        if module:
+            owner = site.partition(":")[0]
+            names = [f"{owner}:{k}" for k, _ in added]
+            if not all(self._may_learn(n, need_writer=True) for n in names):
+                return keys
+        elif not declared and not self._may_learn(site):
+            return keys
         for k, v in added:
             if declared:
                 keep.append((k, v))
@@ -686,31 +702,33 @@ class Resetter:
                     self.memo_verified.setdefault(site, set()).add(name)
             else:
                 self.memo[key] = (v, 0, seen[2] + 1)
-        if len(keep) != len(added):
-            return False
         for k, v in keep:
             snap[k] = v
-            self.memo_kept.append(f"{site}[{k!r}]")
-        return True
+            self.memo_kept.append(f"{site.partition(':')[0]}:{k}" if module else f"{site}[{k!r}]")
+        if len(keep) == len(added):
+            return []
+        kept = {id(k) for k, _ in keep}
+        return [k for k in keys if id(k) not in kept]
 
-    def _may_learn(self, site: str) -> bool:
+    def _may_learn(self, site: str, need_writer: bool = False) -> bool:
         """Whether entries added to the dict at ``site`` may be memo entries, as far as
         the static pass sees its writers in the running test's module and in the dict's
         own module: not when a test function writes it (a test setting a flag twice is
         not a cache), nor when a function writes it without reading it (a setter; a memo
         function looks the key up first).  Writers it cannot see leave the learning as
-        it was."""
+        it was, unless ``need_writer``: then one that reads first must be seen."""
         mod = self.test_module
-        key = (site, id(mod))
+        key = (site, id(mod), need_writer)
         verdict = self._memo_verdicts.get(key)
         if verdict is None:
-            verdict = self._memo_verdicts[key] = self._judge_memo(site, mod)
+            verdict = self._memo_verdicts[key] = self._judge_memo(site, mod, need_writer)
         return verdict
 
-    def _judge_memo(self, site: str, test_module: object) -> bool:
+    def _judge_memo(self, site: str, test_module: object, need_writer: bool) -> bool:
         from isolator.analysis import sites_overlap
 
         owner = sys.modules.get(site.partition(":")[0])
+        seen_writer = False
         for mod, in_test in ((test_module, True), (owner, False)):
             state = self._static_state(mod)
             if state is None:
@@ -724,7 +742,8 @@ class Resetter:
                     return False
                 if in_test and code.qualname.rpartition(".")[2].startswith("test"):
                     return False
-        return True
+                seen_writer = seen_writer or not in_test
+        return seen_writer or not need_writer
 
     def _static_state(self, mod: object) -> Any:
         """The static pass's view of a module's file (None: no source), once per file."""

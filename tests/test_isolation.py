@@ -959,6 +959,53 @@ def test_8():
     assert "(learn_memo): pkg:_squares[3]\n" in result.stdout.str()
 
 
+def test_lazily_loaded_globals_and_memo_entries_beside_new_ones_are_kept(
+    pytester: pytest.Pytester,
+) -> None:
+    # babel: ``_global_data`` goes from None to a loaded table on first use, and each test
+    # loads a locale beside the root one it shares with the others.
+    pytester.makepyfile(
+        tables="""
+_TABLE = None
+def table():
+    global _TABLE
+    if _TABLE is None:
+        _TABLE = {"root": [1, 2, 3]}
+    return _TABLE
+""",
+        data="""
+_locales = {}
+def load(name):
+    if name not in _locales:
+        _locales[name] = {"parent": load("root")["name"] if name != "root" else None,
+                          "name": name}
+    return _locales[name]
+""",
+        state="CURRENT = None\n",
+        test_data="""
+import data, state, tables
+def test_fr():
+    assert tables.table()["root"] == [1, 2, 3] and data.load("fr")["parent"] == "root"
+def test_de():
+    assert tables.table()["root"] == [1, 2, 3] and data.load("de")["parent"] == "root"
+def test_es():
+    assert data.load("es")["parent"] == "root"
+def test_sets_current():
+    state.CURRENT = [1]
+def test_sets_current_again():
+    state.CURRENT = [1]
+def test_current_is_unset():
+    assert state.CURRENT is None
+""",
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=6)
+    kept = [line for line in result.outlines if line.startswith("kept ")]
+    assert len(kept) == 1, result.outlines
+    assert "tables:_TABLE" in kept[0] and "data:_locales['root']" in kept[0]
+    assert "state:CURRENT" not in kept[0]
+
+
 def test_memo_entries_are_kept_only_when_nothing_beside_them_changed(
     pytester: pytest.Pytester,
 ) -> None:
