@@ -18,7 +18,9 @@ modules hold (``from m import SETTINGS``) stay coherent.
 
 from __future__ import annotations
 
+import _thread
 import collections
+import contextvars
 import decimal
 import functools
 import gc
@@ -237,7 +239,9 @@ class StateTable:
         self.snaps: list[Any] = []
         self.sites: list[str] = []
         self.kinds: list[int] = []
-        self.owners: list[Any] = []  # the class for CLASS watches, else None
+        # The class for CLASS watches; for a DICT, what to call after restoring it (a
+        # singledispatch registry: its dispatch cache's clear); else None.
+        self.owners: list[Any] = []
         self.depths: list[int] = []  # walk depth of each watch (-1: module globals)
         self._depth = 0
         self._imported: frozenset[str] = frozenset()
@@ -453,6 +457,16 @@ class StateTable:
             self._walk(site, value.args, modname, prefixes, depth + 1, budget)
             self._walk(site, value.keywords, modname, prefixes, depth + 1, budget)
             return
+        if isinstance(value, contextvars.ContextVar):
+            # Its value in the context the tests run in: a test's var.set() outlives it.
+            self._watch(site, _VarView(value), _VarView(value).values(), _VIEW, None)
+            return
+        if isinstance(value, _thread._local):
+            # The running thread's attributes (tests run in the main thread).
+            idict = getattr(value, "__dict__", None)
+            if type(idict) is dict:
+                self._watch(site, idict, dict(idict), INSTANCE, None)
+            return
         if isinstance(value, _WEAK_CONTAINERS):
             # A weak cache of canonical instances: the entries a test added must go, or the
             # next test is handed an earlier test's object (which a fresh process would
@@ -539,8 +553,16 @@ class StateTable:
             # Function attributes (counters, registries hung on a function).
             self._depth = depth
             self._watch(site, fdict, dict(fdict), INSTANCE, None)
+            registry, clear = fdict.get("registry"), fdict.get("_clear_cache")
+            if type(registry) is types.MappingProxyType and callable(clear):
+                # functools.singledispatch: implementations a test registers live in the
+                # dict behind the read-only proxy, and its dispatch cache must forget them.
+                for d in gc.get_referents(registry):
+                    if type(d) is dict and id(d) not in self._seen:
+                        self._seen.add(id(d))
+                        self._watch(f"{site}.registry", d, dict(d), DICT, clear)
             for k, v in list(fdict.items()):
-                if k != "__wrapped__":
+                if k != "__wrapped__" and k != "registry":
                     self._walk(f"{site}.{k}", v, modname, prefixes, depth + 1, budget)
 
     # ---------------------------------------------------------------- checking
@@ -591,7 +613,7 @@ class StateTable:
                 self.snaps[i] = bytes(live)
             elif kind == ARRAY:
                 self.snaps[i] = array(live.typecode, live)
-            elif kind == _SLOTS:
+            elif kind == _SLOTS or kind == _VIEW:
                 self.snaps[i] = live.values()
         caches, cells, defaults, _ = extras
         for j in caches:
@@ -837,6 +859,8 @@ class StateTable:
             _restore_class(self.owners[i], keys, self.snaps[i])
         else:
             _restore_keys(self.lives[i], self.snaps[i], keys)
+            if self.owners[i] is not None:
+                self.owners[i]()  # what derives from the dict (a dispatch cache) goes
         return sites
 
     def restore(self, i: int) -> None:
@@ -847,6 +871,8 @@ class StateTable:
             _restore_mapping(live, snap)
         elif kind == DICT or kind == INSTANCE:
             _restore_mapping(live, snap)
+            if self.owners[i] is not None:
+                self.owners[i]()
         elif kind == LIST:
             live[:] = snap
         elif kind == SET:
@@ -861,7 +887,7 @@ class StateTable:
             live[:] = snap
         elif kind == CLASS:
             _restore_class(self.owners[i], _diff_keys(live, snap), snap)
-        elif kind == _SLOTS:
+        elif kind == _SLOTS or kind == _VIEW:
             live.restore(snap)
 
     def restore_cache(self, i: int) -> None:
@@ -902,6 +928,7 @@ class StateTable:
 
 
 _SLOTS: Final = 9
+_VIEW: Final = 10  # a view of state kept elsewhere (a context variable's value); compared
 _TAGGED_KINDS: Final = frozenset({MODULE, DICT, INSTANCE, CLASS})
 # Watches whose reset compares keys with the snapshot (see StateTable.reset), and whose
 # fixture deltas are kept per key (resetter): the same kinds as the tagged ones.
@@ -951,6 +978,51 @@ class _SlotView:
                     pass
             else:
                 object.__setattr__(self.obj, n, v)
+
+
+class _VarView:
+    """A context variable's value in the current context, compared by identity
+    (``_EMPTY``: no value).  A value cannot be taken out of a context again: an unset
+    variable is put back to its default, which then counts as unset; one without a
+    default cannot be put back (raises)."""
+
+    __slots__ = ("var", "default")
+
+    def __init__(self, var: contextvars.ContextVar[Any]):
+        self.var = var
+        self.default = _var_default(var)
+
+    def values(self) -> tuple[object, ...]:
+        return (self.var.get(_EMPTY),)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, tuple) or len(other) != 1:
+            return False
+        now = self.var.get(_EMPTY)
+        return now is other[0] or (other[0] is _EMPTY and now is self.default)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def restore(self, snap: tuple[object, ...]) -> None:
+        if self.__eq__(snap):
+            return  # (--reset=full restores every watch)
+        old = snap[0]
+        if old is _EMPTY:
+            if self.default is _EMPTY:
+                raise LookupError(f"{self.var.name} had no value, and has no default")
+            old = self.default
+        self.var.set(old)
+
+
+def _var_default(var: contextvars.ContextVar[Any]) -> object:
+    """A context variable's default (``_EMPTY``: none), read in an empty context."""
+    try:
+        return contextvars.Context().run(var.get)
+    except LookupError:
+        return _EMPTY
 
 
 class _SlotCheck:

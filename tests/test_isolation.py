@@ -80,6 +80,13 @@ def canon(name):
         obj = CANON[name] = Canon(name)
     RECENT[name] = obj
     return obj
+
+import contextvars, threading
+@functools.singledispatch
+def describe(x):
+    return "thing"
+REQUEST_ID = contextvars.ContextVar("request_id", default=None)
+LOCAL = threading.local()
 """
 
 # Each pair: (name, polluting body, victim body). Polluter runs first in the file.
@@ -171,6 +178,12 @@ PAIRS = {
         "logging.addLevelName(25, 'NOTICE')",
         "assert logging.getLevelName(25) == 'Level 25'",
     ),
+    "singledispatch": (
+        "pkg.describe.register(str, lambda x: 'str')",
+        "assert pkg.describe('a') == 'thing'",
+    ),
+    "context_var": ("pkg.REQUEST_ID.set('abc')", "assert pkg.REQUEST_ID.get() is None"),
+    "thread_local": ("pkg.LOCAL.user = 'bob'", "assert not hasattr(pkg.LOCAL, 'user')"),
     "weak_cache": ("pkg.canon('x').name = 'changed'", "assert pkg.canon('x').name == 'x'"),
     # Patches started and never stopped (only their stop puts back what is not a module's).
     "mock_patch_class_attr": (
@@ -419,6 +432,8 @@ class Stuck(dict):
     def clear(self):
         raise TypeError("entries stay")
 STUCK = Stuck(a=1)
+import contextvars
+USER = contextvars.ContextVar("user")
 """,
         test_frozen="""
 import frozen
@@ -426,6 +441,7 @@ def test_override():
     type.__setattr__(frozen.Settings, "debug", True)
     object.__setattr__(frozen.ORIGIN, "x", 5)
     frozen.STUCK["b"] = 2
+    frozen.USER.set("alice")
 def test_after():
     assert frozen.Settings.debug is False
     assert frozen.ORIGIN.x == 0
@@ -442,7 +458,9 @@ def test_unrelated():
         result.stdout.fnmatch_lines(
             [
                 "*could not reset after test_frozen.py::test_override: frozen:STUCK: putting it "
-                "back raised TypeError: entries stay*"
+                "back raised TypeError: entries stay*",
+                "*could not reset after test_frozen.py::test_override: frozen:USER: putting it "
+                "back raised LookupError: user had no value, and has no default*",
             ]
         )
         shutil.rmtree(pytester.path / ".isolator")
