@@ -6,8 +6,14 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on POSIX: saves are not serialised
+    fcntl = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from isolator._types import DependencyGraph
@@ -42,6 +48,22 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
         except OSError:
             pass
         raise
+
+
+def update_json(path: str | os.PathLike[str], update: Callable[[Any], Any]) -> None:
+    """Replace the file's data with ``update(data)`` (``None`` when the file is missing or
+    unreadable), holding an exclusive lock on ``path.lock`` from the read to the write:
+    the workers of one pytest-xdist run each add their findings to the same file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        if fcntl is not None:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            current = read_json(path)
+        except StoreError:
+            current = None
+        write_json_atomic(path, update(current))
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:

@@ -1,4 +1,9 @@
-"""The ``isolator`` section of pytest's terminal summary."""
+"""The ``isolator`` section of pytest's terminal summary.
+
+A run's summary is plain data (:func:`collect`): under pytest-xdist each worker sends its
+own to the controller (``workeroutput``), which adds them up (:func:`merge`) and prints
+one section for the whole run.
+"""
 
 from __future__ import annotations
 
@@ -9,54 +14,108 @@ if TYPE_CHECKING:
     from isolator.plugin import IsolatorPlugin
 
 _TOP = 8
+WORKEROUTPUT_KEY = "isolator_summary"
+
+
+def collect(core: IsolatorPlugin) -> dict[str, Any]:
+    """What the section says about this process's run, as JSON-able data."""
+    r = core.resetter
+    assert r is not None
+    return {
+        "mode": core.mode,
+        "tests": core.tests,
+        "dirty_tests": core.dirty_tests,
+        "overhead": core.overhead,
+        "reset_counts": dict(r.reset_counts),
+        "memo_kept": list(r.memo_kept),
+        "memo_prior_kept": r.memo_prior_kept,
+        "recovered": list(core.recovered),
+        "unrestorable": {k: [list(p) for p in v] for k, v in core.unrestorable.items()},
+        "fork_reasons": dict(core.fork_reasons),
+        "unwalkable": [list(u) for t in r.tables.values() for u in t.unwalkable],
+        "truncated": [s for t in r.tables.values() for s in t.truncated],
+    }
+
+
+def merge(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
+    """The summary of two parts of one run (workers' own state is their own: the lists
+    of objects not watched are the same objects in each, listed once)."""
+    if a is None:
+        return b
+    counts = Counter(a["reset_counts"])
+    counts.update(b["reset_counts"])
+    return {
+        "mode": a["mode"],
+        "tests": a["tests"] + b["tests"],
+        "dirty_tests": a["dirty_tests"] + b["dirty_tests"],
+        "overhead": a["overhead"] + b["overhead"],
+        "reset_counts": dict(counts),
+        "memo_kept": a["memo_kept"] + [m for m in b["memo_kept"] if m not in a["memo_kept"]],
+        "memo_prior_kept": a["memo_prior_kept"] + b["memo_prior_kept"],
+        "recovered": a["recovered"] + b["recovered"],
+        "unrestorable": {**a["unrestorable"], **b["unrestorable"]},
+        "fork_reasons": {**a["fork_reasons"], **b["fork_reasons"]},
+        "unwalkable": a["unwalkable"] + [u for u in b["unwalkable"] if u not in a["unwalkable"]],
+        "truncated": a["truncated"] + [s for s in b["truncated"] if s not in a["truncated"]],
+    }
 
 
 def write_summary(core: IsolatorPlugin, tr: Any) -> None:
-    if core.mode == "none" or core.resetter is None:
+    if core.mode == "none":
         return
-    r = core.resetter
+    if core.resetter is not None:
+        data: dict[str, Any] | None = collect(core)
+    else:
+        data = core.worker_summary  # the controller of an xdist run
+    if data is None:
+        return
+    write(data, str(core.store / "fork.json"), tr)
+
+
+def write(data: dict[str, Any], fork_file: str, tr: Any) -> None:
     tr.write_sep("-", "isolator")
-    per = core.overhead / core.tests * 1000 if core.tests else 0.0
+    tests, overhead = data["tests"], data["overhead"]
+    per = overhead / tests * 1000 if tests else 0.0
+    counts: dict[str, int] = data["reset_counts"]
     tr.write_line(
-        f"--reset={core.mode}: {core.tests} tests checked, {core.dirty_tests} left shared state "
-        f"dirty; {sum(r.reset_counts.values())} resets of {len(r.reset_counts)} sites "
-        f"(isolation took {core.overhead * 1000:.1f} ms, {per:.3f} ms a test)"
+        f"--reset={data['mode']}: {tests} tests checked, {data['dirty_tests']} left shared "
+        f"state dirty; {sum(counts.values())} resets of {len(counts)} sites "
+        f"(isolation took {overhead * 1000:.1f} ms, {per:.3f} ms a test)"
     )
-    if r.reset_counts:
-        top = Counter(r.reset_counts).most_common(_TOP)
+    if counts:
+        top = Counter(counts).most_common(_TOP)
         tr.write_line("most reset: " + ", ".join(f"{s} ({n})" for s, n in top))
-    if r.memo_kept:
+    kept, prior = data["memo_kept"], data["memo_prior_kept"]
+    if kept:
         tr.write_line(
-            f"kept {len(r.memo_kept)} memo entr{'y' if len(r.memo_kept) == 1 else 'ies'} "
+            f"kept {len(kept)} memo entr{'y' if len(kept) == 1 else 'ies'} "
             "declared in `keep` or recomputed the same after a reset (learn_memo"
-            + (
-                f"; {r.memo_prior_kept} as in an earlier run of the same code"
-                if r.memo_prior_kept
-                else ""
-            )
+            + (f"; {prior} as in an earlier run of the same code" if prior else "")
             + "): "
-            + ", ".join(r.memo_kept[:_TOP])
+            + ", ".join(kept[:_TOP])
         )
-    if core.recovered:
+    if data["recovered"]:
         tr.write_line(
-            f"restored {len(core.recovered)} file(s) left by an earlier run that died mid-test"
+            f"restored {len(data['recovered'])} file(s) left by an earlier run that died mid-test"
         )
-    for nodeid, probs in core.unrestorable.items():
+    unrestorable: dict[str, list[list[str]]] = data["unrestorable"]
+    for nodeid, probs in unrestorable.items():
         for site, why in probs:
             tr.write_line(f"could not reset after {nodeid}: {site}: {why}", yellow=True)
-    if core.unrestorable:
+    if unrestorable:
         tr.write_line(
-            f"{len(core.unrestorable)} test(s) will run in a forked child from the next run on "
-            f"(remembered in {core.store / 'fork.json'}; delete it to forget)",
+            f"{len(unrestorable)} test(s) will run in a forked child from the next run on "
+            f"(remembered in {fork_file}; delete it to forget)",
             yellow=True,
         )
-    if core.fork_reasons:
-        reasons = Counter(core.fork_reasons.values())
+    fork_reasons: dict[str, str] = data["fork_reasons"]
+    if fork_reasons:
+        reasons = Counter(fork_reasons.values())
         tr.write_line(
-            f"ran {len(core.fork_reasons)} test(s) in a forked child: "
+            f"ran {len(fork_reasons)} test(s) in a forked child: "
             + ", ".join(f"{why} ({n})" for why, n in reasons.most_common(_TOP))
         )
-    unwalkable = [u for t in r.tables.values() for u in t.unwalkable]
+    unwalkable = data["unwalkable"]
     if unwalkable:
         tr.write_line(
             f"{len(unwalkable)} object(s) not watched, their code failed when looked at "
@@ -64,7 +123,7 @@ def write_summary(core: IsolatorPlugin, tr: Any) -> None:
             + ", ".join(f"{site} ({why})" for site, why in unwalkable[:_TOP]),
             yellow=True,
         )
-    truncated = [s for t in r.tables.values() for s in t.truncated]
+    truncated = data["truncated"]
     if truncated:
         tr.write_line(
             f"{len(truncated)} large object(s) watched only in part: " + ", ".join(truncated[:_TOP])

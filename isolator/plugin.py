@@ -23,7 +23,7 @@ import pytest
 
 import isolator
 from isolator import _config
-from isolator._store import STORE_DIR, StoreError, read_json, write_json_atomic
+from isolator._store import STORE_DIR, StoreError, read_json, update_json
 
 # The resetter and its machinery are imported when a session starts resetting: pytest
 # loads this plugin in every run of a project that has isolator installed, and a run
@@ -149,6 +149,7 @@ class IsolatorPlugin:
         self.forks: ForkRunner | None = None  # when the session starts resetting
         self.scoped: set[int] = set()
         self.recovered: list[str] = []
+        self.worker_summary: dict[str, Any] | None = None  # xdist controller: the workers'
         self.store = config.rootpath / STORE_DIR
         self.conftests: list[str] = []
         self._results: Any = None
@@ -210,6 +211,11 @@ class IsolatorPlugin:
                 self.active = False
                 self._save_forks()
                 self._save_memo()
+                out = getattr(self.config, "workeroutput", None)
+                if out is not None:  # an xdist worker: the controller prints the summary
+                    from isolator._summary import WORKEROUTPUT_KEY, collect
+
+                    out[WORKEROUTPUT_KEY] = collect(self)
 
     def _start(self, session: pytest.Session) -> None:
         from isolator._files import recover_journal
@@ -374,6 +380,15 @@ class IsolatorPlugin:
 
         write_summary(self, terminalreporter)
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """An xdist worker finished: add its part of the summary."""
+        from isolator._summary import WORKEROUTPUT_KEY, merge
+
+        part = getattr(node, "workeroutput", {}).get(WORKEROUTPUT_KEY)
+        if isinstance(part, dict):
+            self.worker_summary = merge(self.worker_summary, part)
+
     def reset_now(self) -> ResetPlan:
         """Restore everything that differs from the baseline now (between test sequences)."""
         from isolator._types import ResetPlan
@@ -439,13 +454,27 @@ class IsolatorPlugin:
             known |= keys
         if not grew:
             return
-        data = {
-            "schema": MEMO_SCHEMA,
-            "code": self.memo_code,
-            "sites": {site: sorted(keys) for site, keys in sorted(sites.items())},
-        }
+        code = self.memo_code
+
+        def add(current: Any) -> dict[str, Any]:
+            # What other workers of this run (same code) saved meanwhile is kept too.
+            if (
+                isinstance(current, dict)
+                and current.get("schema") == MEMO_SCHEMA
+                and current.get("code") == code
+                and isinstance(current.get("sites"), dict)
+            ):
+                for site, keys in current["sites"].items():
+                    if isinstance(keys, list):
+                        sites.setdefault(str(site), set()).update(str(k) for k in keys)
+            return {
+                "schema": MEMO_SCHEMA,
+                "code": code,
+                "sites": {site: sorted(keys) for site, keys in sorted(sites.items())},
+            }
+
         try:
-            write_json_atomic(self.store / MEMO_FILE, data)
+            update_json(self.store / MEMO_FILE, add)
         except OSError as exc:
             sys.stderr.write(f"isolator: cannot write {self.store / MEMO_FILE}: {exc}\n")
 
@@ -456,10 +485,15 @@ class IsolatorPlugin:
         }
         if not new:
             return
-        merged = dict(self.forked)
-        merged.update(new)
+
+        def add(current: Any) -> dict[str, str]:
+            # Read again under the lock: other workers of this run may have added theirs.
+            merged = dict(current) if isinstance(current, dict) else dict(self.forked)
+            merged.update(new)
+            return merged
+
         try:
-            write_json_atomic(self.store / FORK_FILE, merged)
+            update_json(self.store / FORK_FILE, add)
         except OSError as exc:
             sys.stderr.write(f"isolator: cannot write {self.store / FORK_FILE}: {exc}\n")
 

@@ -542,6 +542,30 @@ def test_b(slow_switch):
     assert "<sys.profile>" not in result.stdout.str()
 
 
+def test_under_xdist_the_summary_covers_every_worker_and_no_worker_loses_its_forks(
+    pytester: pytest.Pytester,
+) -> None:
+    # Each worker saves what it could not reset; saved side by side, the last one to
+    # finish used to replace the others' entries.
+    pytester.makepyfile(
+        pk="import itertools\n" + "".join(f"{c} = itertools.count()\n" for c in "ABCDEF"),
+        test_x="import time, pk\n"
+        + "".join(
+            f"def test_{c.lower()}():\n    next(pk.{c}); time.sleep(0.1)\n" for c in "ABCDEF"
+        ),
+    )
+    first = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator", "-n", "2")
+    first.assert_outcomes(passed=6)
+    first.stdout.fnmatch_lines(
+        ["*--reset=minimal: 6 tests checked*", "*6 test(s) will run in a forked child*"]
+    )
+    forks = json.loads((pytester.path / ".isolator" / "fork.json").read_text())
+    assert sorted(forks) == [f"test_x.py::test_{c}" for c in "abcdef"]
+    second = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator", "-n", "2")
+    second.assert_outcomes(passed=6)
+    second.stdout.fnmatch_lines(["*ran 6 test(s) in a forked child*"])
+
+
 def test_leaked_thread_is_reported(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         test_thread="""
