@@ -397,7 +397,11 @@ class StateTable:
         if isinstance(value, dict):
             if len(value) > _MAX_ELEMENTS_PER_CONTAINER:
                 self.truncated.append(site)
-            self._watch(site, value, dict(value), DICT, None)
+            # An OrderedDict's move_to_end() moves no version tag: it is compared with an
+            # OrderedDict snapshot (order-sensitive) instead of checked by tag.
+            ordered = isinstance(value, collections.OrderedDict)
+            snap = collections.OrderedDict(value) if ordered else dict(value)
+            self._watch(site, value, snap, DICT, None)
             # Immutable values are skipped before their site name is formatted.
             for k, v in list(value.items())[:_MAX_ELEMENTS_PER_CONTAINER]:
                 if type(v) not in _IMMUTABLE_EXACT and not isinstance(v, _IMMUTABLE):
@@ -588,7 +592,8 @@ class StateTable:
                 self.depths[i],
             )
             if kind in _TAGGED_KINDS:
-                self.snaps[i] = dict(live)
+                ordered = isinstance(live, collections.OrderedDict)
+                self.snaps[i] = collections.OrderedDict(live) if ordered else dict(live)
                 for k in _diff_keys(live, old):
                     if k not in live or (isinstance(k, str) and k in _SKIP_NAMES):
                         continue
@@ -649,7 +654,8 @@ class StateTable:
         sidx: list[int] = []
         cells: list[Any] = []
         for i, (kind, live) in enumerate(zip(self.kinds, self.lives)):
-            cell = _versions.cell_for(live) if kind in _TAGGED_KINDS else None
+            tagged = kind in _TAGGED_KINDS and not isinstance(live, collections.OrderedDict)
+            cell = _versions.cell_for(live) if tagged else None
             if kind == _SLOTS:
                 sidx.append(i)
             elif cell is None:
@@ -725,9 +731,11 @@ class StateTable:
             now = b"".join(self.vviews)
             if now != self.vimage:
                 vers, image = self.vers, self.vimage
+                wkinds = self.kinds
                 for j in moved_entries(now, image):
                     i = self.vidx[j]  # type: ignore[index]
-                    if _differs(self.lives[i], self.snaps[i]):
+                    live, snap = self.lives[i], self.snaps[i]
+                    if _differs(live, snap) or (wkinds[i] == DICT and _reordered(live, snap)):
                         out.append(i)
                         pending.append(j)
                         vers[j] = -1
@@ -760,16 +768,20 @@ class StateTable:
         image_epoch[0] += 1
 
     def dirty_indexes(self) -> list[int]:
-        """Indexes of watches whose live object differs from its snapshot."""
+        """Indexes of watches whose live object differs from its snapshot (for dicts: in
+        content or in order)."""
+        lives, snaps = self.lives, self.snaps
         try:
-            if not any(map(operator.ne, self.lives, self.snaps)):
-                return []
+            same = not any(map(operator.ne, lives, snaps))  # in C: the common case
         except Exception:
-            pass
+            same = False
+        if same:
+            dicts = itertools.compress(range(len(lives)), map(DICT.__eq__, self.kinds))
+            return [i for i in dicts if _reordered(lives[i], snaps[i])]
         out = []
-        for i, (live, snap) in enumerate(zip(self.lives, self.snaps)):
+        for i, (kind, live, snap) in enumerate(zip(self.kinds, lives, snaps)):
             try:
-                if live != snap:
+                if live != snap or (kind == DICT and _reordered(live, snap)):
                     out.append(i)
             except Exception:
                 out.append(i)  # an element whose __eq__ raises was put there: dirty
@@ -859,6 +871,10 @@ class StateTable:
             _restore_class(self.owners[i], keys, self.snaps[i])
         else:
             _restore_keys(self.lives[i], self.snaps[i], keys)
+            if kind == DICT and _reordered(self.lives[i], self.snaps[i]):
+                # A key removed and put back went to the end; or the test only reordered.
+                _restore_mapping(self.lives[i], self.snaps[i], in_order=True)
+                sites = sites or [self.sites[i]]
             if self.owners[i] is not None:
                 self.owners[i]()  # what derives from the dict (a dispatch cache) goes
         return sites
@@ -871,6 +887,8 @@ class StateTable:
             _restore_mapping(live, snap)
         elif kind == DICT or kind == INSTANCE:
             _restore_mapping(live, snap)
+            if kind == DICT and _reordered(live, snap):
+                _restore_mapping(live, snap, in_order=True)
             if self.owners[i] is not None:
                 self.owners[i]()
         elif kind == LIST:
@@ -1225,7 +1243,24 @@ def _restore_class(cls: Any, keys: list[Any], snap: dict[Any, Any]) -> None:
             type.__delattr__(cls, k)
 
 
-def _restore_mapping(live: Any, snap: dict[Any, Any]) -> None:
+def _reordered(live: Any, snap: dict[Any, Any]) -> bool:
+    """Whether a dict holds the same keys as its snapshot in another order (the order is
+    what iteration, and code that takes the first match, sees)."""
+    try:
+        return len(live) == len(snap) and list(live) != list(snap)
+    except Exception:
+        return False
+
+
+def _restore_mapping(live: Any, snap: dict[Any, Any], in_order: bool = False) -> None:
+    if in_order:
+        # Rebuilt in the snapshot's order (the same object, refilled).
+        try:
+            live.clear()
+            live.update(snap)
+            return
+        except Exception:
+            pass
     try:
         for k in [k for k in live if k not in snap]:
             del live[k]

@@ -556,7 +556,7 @@ class Resetter:
                 and not _dirty_sibling(t, i, idx, (caches, cells, defaults, opaque))
             ):
                 keys = t.diff_keys(i)  # one comparison for the memo check and the reset
-                if keys is not None:
+                if keys:  # (none: the test only reordered the dict)
                     keys = self._keep_memo(t, i, keys)  # what is left to reset
                     if not keys:
                         continue

@@ -87,6 +87,9 @@ def describe(x):
     return "thing"
 REQUEST_ID = contextvars.ContextVar("request_id", default=None)
 LOCAL = threading.local()
+
+ORDERED = collections.OrderedDict(a=1, b=2, c=3)
+PLUGINS = {"a": 1, "b": 2, "c": 3}
 """
 
 # Each pair: (name, polluting body, victim body). Polluter runs first in the file.
@@ -184,6 +187,18 @@ PAIRS = {
     ),
     "context_var": ("pkg.REQUEST_ID.set('abc')", "assert pkg.REQUEST_ID.get() is None"),
     "thread_local": ("pkg.LOCAL.user = 'bob'", "assert not hasattr(pkg.LOCAL, 'user')"),
+    "ordered_dict_order": (
+        "pkg.ORDERED.move_to_end('a')",
+        "assert list(pkg.ORDERED) == ['a', 'b', 'c']",
+    ),
+    "dict_order": (
+        "pkg.PLUGINS['a'] = pkg.PLUGINS.pop('a')",
+        "assert list(pkg.PLUGINS) == ['a', 'b', 'c']",
+    ),
+    "dict_key_deleted": (
+        "del pkg.PLUGINS['a']",
+        "assert list(pkg.PLUGINS) == ['a', 'b', 'c']",  # put back where it was
+    ),
     "weak_cache": ("pkg.canon('x').name = 'changed'", "assert pkg.canon('x').name == 'x'"),
     # Patches started and never stopped (only their stop puts back what is not a module's).
     "mock_patch_class_attr": (
