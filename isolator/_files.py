@@ -33,7 +33,9 @@ _PATH_EVENTS: Final = {
     "shutil.rmtree": (0,),
     "shutil.move": (0, 1),
 }
-_EVENTS: Final = frozenset(_PATH_EVENTS) | {"open", "object.__setattr__"}
+# Events that start a process: only after one does the resetter look for leaked children.
+_SPAWN_EVENTS: Final = frozenset({"subprocess.Popen", "os.fork", "os.forkpty", "os.posix_spawn"})
+_EVENTS: Final = frozenset(_PATH_EVENTS) | {"open", "object.__setattr__"} | _SPAWN_EVENTS
 # Rebinding a function's defaults is audited: the resetter skips reading every function's
 # defaults after a test in which no such event happened (each read is an audit event too).
 _DEFAULTS_NAMES: Final = frozenset({"__defaults__", "__kwdefaults__"})
@@ -68,6 +70,7 @@ class FileGuard:
         self._n = 0
         self._busy = False
         self.defaults_written = False  # a function's __defaults__/__kwdefaults__ was set
+        self.spawned = False  # the test started a process
         self.journal = os.path.join(backup_dir, "journal.json")
 
     def install(self) -> None:
@@ -101,6 +104,9 @@ class FileGuard:
         if event == "object.__setattr__":
             if len(args) > 1 and args[1] in _DEFAULTS_NAMES:
                 self.defaults_written = True
+            return
+        if event in _SPAWN_EVENTS:
+            self.spawned = True
             return
         if event == "open":
             path, mode, flags = args

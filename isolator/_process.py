@@ -783,5 +783,33 @@ def default_probes() -> list[Probe]:
     return probes
 
 
+def live_children() -> dict[int, str] | None:
+    """This process's running child processes (pid -> command), from Linux's /proc; None
+    where that cannot be read.  Exited children not yet waited for (zombies) are left out."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    pids: set[int] = set()
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/children", encoding="ascii") as f:
+                pids.update(int(p) for p in f.read().split())
+        except FileNotFoundError:
+            continue  # the thread ended
+        except (OSError, ValueError):
+            return None  # a kernel without the children file
+    out: dict[int, str] = {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
+                name, _, rest = f.read().rpartition(")")
+        except OSError:
+            continue
+        if rest.split()[:1] != ["Z"]:
+            out[pid] = name.partition("(")[2]
+    return out
+
+
 def live_threads() -> set[threading.Thread]:
     return set(threading.enumerate())

@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from isolator import _modules
 from isolator._files import FileGuard
-from isolator._process import UNRESTORABLE, Probe, default_probes, fast_check
+from isolator._process import UNRESTORABLE, Probe, default_probes, fast_check, live_children
 from isolator._reach import Reach, Scope, imports_of
 from isolator._same import same_value
 from isolator._state import (
@@ -204,6 +204,7 @@ class Resetter:
         self.swapped: list[types.ModuleType] = []
         self.frames: list[Frame] = []
         self.threads: set[threading.Thread] = set()
+        self.children: dict[int, str] = {}  # running child processes (pid -> command)
         self.thread_count = 0  # _thread._count() when self.threads was taken
         self._last_scope: tuple[object, str, Scope | None] = (None, "", None)
         self.reset_counts: Counter[str] = Counter()
@@ -279,6 +280,7 @@ class Resetter:
         self.swapped = _modules.watch_library_modules(self.is_project)
         self.threads = set(threading.enumerate())
         self.thread_count = _thread._count()
+        self.children = live_children() or {}
         self.started = False
         # Only now: every audited event of the process calls the hook, and the walk above
         # raises thousands (each id() call does), none of them a test's.
@@ -513,6 +515,9 @@ class Resetter:
         files.defaults_written = False
         if _thread._count() != self.thread_count:
             self._check_threads(out)
+        if files.spawned:
+            files.spawned = False
+            self._check_children(out)
         if out.reset:
             self.reset_counts.update(out.reset)  # counted in C
         return out
@@ -782,6 +787,23 @@ class Resetter:
             t = self.tables.get(parent)
             if t is not None and t.lives and t.kinds[0] == 0:
                 t.snaps[0][child] = sys.modules[name]
+
+    def _check_children(self, out: Outcome) -> None:
+        """Child processes the test started and left running (read only after a test that
+        started one: the audit hook tells)."""
+        now = live_children()
+        if now is None:
+            return
+        deadline = time.monotonic() + 0.05
+        while any(pid not in self.children for pid in now) and time.monotonic() < deadline:
+            time.sleep(0.005)  # one that is exiting right now
+            now = live_children() or {}
+        for pid, name in sorted(now.items()):
+            if pid not in self.children:
+                out.unrestorable.append(
+                    (f"<process>:{pid} ({name})", "child process still running after the test")
+                )
+        self.children = now  # each reported once
 
     def _check_threads(self, out: Outcome) -> None:
         now = set(threading.enumerate())

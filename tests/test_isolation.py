@@ -599,6 +599,26 @@ def test_stops():
     )
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="children read from /proc")
+def test_leaked_child_process_is_reported(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_child="""
+import subprocess, sys
+def test_leaks():
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3)"])
+def test_waits():
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["*could not reset after test_child.py::test_leaks: <process>:* (python*): child "
+         "process still running after the test*"]
+    )  # fmt: skip
+    assert "could not reset after test_child.py::test_waits" not in result.stdout.str()
+
+
 @pytest.mark.parametrize(
     ("files", "args", "code", "message"),
     [
