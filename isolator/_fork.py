@@ -147,11 +147,13 @@ def _child_loop(
     cmd = os.fdopen(cmd_fd, "rb")
     out = os.fdopen(rep_fd, "wb")
     logged = _Logged.install(config)
+    _forget_parent_finalizers(item.session)
     if before is not None:
         before()
     while True:
         try:
-            # The last test of a child tears everything down, as in a process of its own.
+            # The last test of a child tears down everything the child set up, as in a
+            # process of its own (not what it inherited: see _forget_parent_finalizers).
             logged.reports.clear()
             # The parent's warnings capture for this test (filters, marks) was in force
             # when the child was made; what the test warns is recorded here and sent.
@@ -195,6 +197,19 @@ def _child_loop(
     if after is not None:
         after()
     return 0
+
+
+def _forget_parent_finalizers(session: pytest.Session) -> None:
+    """In a new child: the fixtures set up so far are the parent's, which tears them down
+    itself.  Their finalizers must not run here as well: what they stop or remove is the
+    parent's (a server's shutdown() waits for a serving thread that exists only in the
+    parent, forever).  Fixtures the child sets up register new finalizers, which run."""
+    stack = getattr(getattr(session, "_setupstate", None), "stack", None)
+    if isinstance(stack, dict):
+        for entry in stack.values():
+            finalizers = entry[0] if isinstance(entry, tuple) and entry else None
+            if isinstance(finalizers, list):
+                finalizers.clear()
 
 
 class _Logged:

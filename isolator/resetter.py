@@ -72,7 +72,10 @@ class Frame:
     list share their container's site name, so a name does not pick one watch out.
     """
 
-    __slots__ = ("key", "tables", "extras", "probes", "modules_added", "undo", "files")
+    __slots__ = (
+        "key", "tables", "extras", "probes", "modules_added", "undo", "files", "threads",
+        "children",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -88,6 +91,9 @@ class Frame:
         self.modules_added = modules_added
         self.undo = undo
         self.files = files
+        # Threads and child processes the fixture started (a server): baseline while it lives.
+        self.threads: set[threading.Thread] = set()
+        self.children: dict[int, str] = {}
 
 
 def _length(obj: object) -> int:
@@ -835,8 +841,17 @@ class Resetter:
         _modules.collect_writes()
         probes_changed = [i for i, (a, b) in enumerate(zip(pre, post)) if a != b]
         dirty = self._dirty_tables()
+        threads: set[threading.Thread] = set()
+        if _thread._count() != self.thread_count:
+            threads = {th for th in threading.enumerate() if th not in self.threads}
+        children: dict[int, str] = {}
+        if self.files.spawned:
+            now = live_children() or {}
+            children = {pid: name for pid, name in now.items() if pid not in self.children}
         changed = (
             bool(probes_changed)
+            or bool(threads)
+            or bool(children)
             or bool(dirty)
             or len(sys.modules) != self.modules.n
             or len(_modules.LOG.entries) > undo_mark
@@ -852,6 +867,10 @@ class Resetter:
             files=self.files.take_since(files_mark),
         )
         self._record_deltas(frame, dirty)
+        frame.threads, frame.children = threads, children
+        self.threads |= threads
+        self.thread_count = _thread._count()
+        self.children.update(children)
         del log.entries[undo_mark:]
         log.seen = {(id(m), n) for m, n, _ in log.entries}
         self._add_new_project_modules()
@@ -920,6 +939,13 @@ class Resetter:
         else:
             return
         frame = self.frames.pop(j)
+        if frame.threads or frame.children:
+            # Still running after the teardown: reported after the test that ends now.
+            self.threads -= frame.threads
+            self.thread_count = -1
+            for pid in frame.children:
+                self.children.pop(pid, None)
+            self.files.spawned = self.files.spawned or bool(frame.children)
         # Tables are never replaced and watches only appended, so (table, index) still
         # names the watch the delta was taken from.
         live_tables = set(self.tables.values())  # tables hash by identity

@@ -599,6 +599,59 @@ def test_stops():
     )
 
 
+SERVER_CONFTEST = """
+import http.server, threading
+import pytest
+@pytest.fixture(scope="session")
+def server():
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    threading.Thread(target=srv.serve_forever, name="serving", daemon=True).start()
+    yield srv
+    srv.shutdown()  # returns once the serving thread (the parent's only) has stopped
+    srv.server_close()
+STOP = threading.Event()
+@pytest.fixture(scope="module")
+def leaky():
+    threading.Thread(target=STOP.wait, name="left-by-fixture", daemon=True).start()
+    yield
+"""
+
+
+def test_threads_of_higher_scoped_fixtures_are_baseline_and_forks_leave_them_alone(
+    pytester: pytest.Pytester,
+) -> None:
+    # A forked child used to run the session fixture's teardown too, and wait forever
+    # for a serving thread it does not have; the thread was also blamed on the first
+    # test that used the fixture.  A module fixture's thread still running after its
+    # teardown is reported.
+    pytester.makeconftest(SERVER_CONFTEST)
+    pytester.makepyfile(
+        test_srv="""
+import pytest
+def test_first(server):
+    assert server.server_address[1] > 0
+@pytest.mark.isolator_fork
+def test_forked(server):
+    assert server.server_address[1] > 0
+def test_last(server):
+    assert server.server_address[1] > 0
+""",
+        test_zleaky="""
+def test_before():
+    pass
+def test_with_leaky(leaky):
+    pass
+""",
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator", timeout=120)
+    result.assert_outcomes(passed=5)
+    out = result.stdout.str()
+    assert "<thread>:serving" not in out
+    result.stdout.fnmatch_lines(
+        ["*could not reset after test_zleaky.py::test_with_leaky: <thread>:left-by-fixture*"]
+    )
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="children read from /proc")
 def test_leaked_child_process_is_reported(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
