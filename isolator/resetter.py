@@ -33,6 +33,7 @@ from isolator._state import (
     _MAPPING_KINDS,
     _SKIP_NAMES,
     ALL_KINDS,
+    CLASS,
     DEQUE,
     DICT,
     LIST,
@@ -563,7 +564,7 @@ class Resetter:
             keys = None
             if (
                 memo_ok
-                and (t.kinds[i] == DICT or t.kinds[i] == MODULE)
+                and (t.kinds[i] == DICT or t.kinds[i] == MODULE or t.kinds[i] == CLASS)
                 and not _dirty_sibling(t, i, idx, (caches, cells, defaults, opaque))
             ):
                 keys = t.diff_keys(i)  # one comparison for the memo check and the reset
@@ -666,10 +667,20 @@ class Resetter:
         # A module's globals: a name bound from None by a function that looks at it first
         # is a lazily loaded value (``global _DATA; if _DATA is None: _DATA = load()``),
         # the module-level form of a memo entry.
+        # A class: attributes its own code adds on first use (pygments' lexers compile
+        # their token tables into class attributes when first instantiated).
         module = t.kinds[i] == MODULE
+        klass = t.kinds[i] == CLASS
         added: list[tuple[Any, Any]] = []
         for k in keys:
-            if module and (type(k) is not str or k in _SKIP_NAMES or snap.get(k, None) is not None):
+            if module and (
+                type(k) is not str
+                or k in _SKIP_NAMES
+                or snap.get(k, None) is not None
+                or isinstance(live.get(k), types.ModuleType)  # a submodule: sys.modules' to say
+            ):
+                return keys
+            if klass and (type(k) is not str or k in _SKIP_NAMES or k.startswith("__")):
                 return keys
             if k in snap and not module:
                 return keys  # removed or rebound: not only added
@@ -680,9 +691,11 @@ class Resetter:
         keep: list[tuple[Any, Any]] = []
         declared = bool(self.keep) and any(fnmatch.fnmatchcase(site, p) for p in self.keep)
         if module:
+            # A name bound from None needs a writer seen reading it first (a lazy load);
+            # a new name, as a new dict key, only no writer seen against it (a module's
+            # __getattr__ binding what it loads on first use).
             owner = site.partition(":")[0]
-            names = [f"{owner}:{k}" for k, _ in added]
-            if not all(self._may_learn(n, need_writer=True) for n in names):
+            if not all(self._may_learn(f"{owner}:{k}", need_writer=k in snap) for k, _ in added):
                 return keys
         elif not declared and not self._may_learn(site):
             return keys
@@ -715,7 +728,13 @@ class Resetter:
                 self.memo[key] = (v, 0, seen[2] + 1)
         for k, v in keep:
             snap[k] = v
-            self.memo_kept.append(f"{site.partition(':')[0]}:{k}" if module else f"{site}[{k!r}]")
+            self.memo_kept.append(
+                f"{site.partition(':')[0]}:{k}"
+                if module
+                else f"{site}.{k}"
+                if klass
+                else f"{site}[{k!r}]"
+            )
         if len(keep) == len(added):
             return []
         kept = {id(k) for k, _ in keep}
@@ -744,10 +763,14 @@ class Resetter:
             state = self._static_state(mod)
             if state is None:
                 continue
+            inside = (site + ".", site + "[")
+            bodies = set(state.classes)
             for code in state.code:
-                if code.qualname == "<module>":
-                    continue  # the module's own initialisation
-                if not any(sites_overlap(w, site) for w in code.writes):
+                if code.qualname == "<module>" or code.qualname in bodies:
+                    continue  # the module's or a class's own initialisation
+                # Writes into the object (not to a container holding it: a registry
+                # filled with classes does not write their attributes).
+                if not any(w == site or w.startswith(inside) for w in code.writes):
                     continue
                 if not any(sites_overlap(r, site) for r in code.reads):
                     return False

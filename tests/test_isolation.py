@@ -1136,6 +1136,52 @@ def test_current_is_unset():
     assert "state:CURRENT" not in kept[0]
 
 
+def test_class_attributes_and_module_names_bound_on_first_use_are_kept(
+    pytester: pytest.Pytester,
+) -> None:
+    # pygments: a lexer class compiles its token table into class attributes when it is
+    # first instantiated, and the lexers package binds each lexer class as a module
+    # attribute on first access (a module __getattr__).
+    pytester.makepyfile(
+        python_lexer="""
+class Meta(type):
+    def __call__(cls, *args):
+        if "_table" not in cls.__dict__:
+            cls._table = {word: len(word) for word in cls.words}
+        return type.__call__(cls, *args)
+class Lexer(metaclass=Meta):
+    words = ["if", "else"]
+""",
+        lexers="""
+import importlib, sys
+LAZY = {"Python": ("python_lexer", "Lexer")}
+def __getattr__(name):
+    if name in LAZY:
+        module, attr = LAZY[name]
+        cls = getattr(importlib.import_module(module), attr)
+        setattr(sys.modules[__name__], name, cls)
+        return cls
+    raise AttributeError(name)
+""",
+        test_lexers="""
+import lexers, python_lexer
+def test_1():
+    assert lexers.Python()._table == {"if": 2, "else": 4}
+def test_2():
+    assert python_lexer.Lexer()._table == {"if": 2, "else": 4}
+def test_3():
+    assert lexers.Python()._table == {"if": 2, "else": 4}
+def test_4():
+    assert python_lexer.Lexer()._table == {"if": 2, "else": 4}
+""",
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=4)
+    kept = [line for line in result.outlines if line.startswith("kept ")]
+    assert len(kept) == 1, result.outlines
+    assert "python_lexer:Lexer._table" in kept[0] and "lexers:Python" in kept[0]
+
+
 def test_memo_entries_are_kept_only_when_nothing_beside_them_changed(
     pytester: pytest.Pytester,
 ) -> None:
