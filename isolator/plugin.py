@@ -211,6 +211,7 @@ class IsolatorPlugin:
                 self.active = False
                 self._save_forks()
                 self._save_memo()
+                self.resetter.save_static()
                 out = getattr(self.config, "workeroutput", None)
                 if out is not None:  # an xdist worker: the controller prints the summary
                     from isolator._summary import WORKEROUTPUT_KEY, collect

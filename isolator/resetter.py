@@ -15,6 +15,7 @@ import _thread
 import fnmatch
 import gc
 import os
+import re
 import sys
 import threading
 import time
@@ -235,6 +236,9 @@ class Resetter:
         self.test_module: types.ModuleType | None = None
         self._memo_verdicts: dict[tuple[str, int, bool], bool] = {}
         self._static: dict[str, Any] = {}
+        self._sources: dict[str, bytes] = {}
+        self._file_cache: Any = None  # isolator.analysis._tree.FileCache, made on first use
+        self.store_root = rootdir  # where .isolator/ is
         # A module file -> whether it is project code (by where it is: the rootdir, not a
         # site-packages directory, not isolator); asked for every module more than once.
         self._where_project: dict[str, bool] = {}
@@ -690,15 +694,17 @@ class Resetter:
         site = t.sites[i]
         keep: list[tuple[Any, Any]] = []
         declared = bool(self.keep) and any(fnmatch.fnmatchcase(site, p) for p in self.keep)
-        if module:
-            # A name bound from None needs a writer seen reading it first (a lazy load);
-            # a new name, as a new dict key, only no writer seen against it (a module's
-            # __getattr__ binding what it loads on first use).
-            owner = site.partition(":")[0]
-            if not all(self._may_learn(f"{owner}:{k}", need_writer=k in snap) for k, _ in added):
-                return keys
-        elif not declared and not self._may_learn(site):
-            return keys
+        owner = site.partition(":")[0]
+
+        def allowed(k: Any) -> bool:
+            # Asked only of an entry about to be kept: the static pass reads files.
+            if module:
+                # A name bound from None needs a writer seen reading it first (a lazy
+                # load); a new name, as a new dict key, only no writer seen against it (a
+                # module's __getattr__ binding what it loads on first use).
+                return self._may_learn(f"{owner}:{k}", need_writer=k in snap)
+            return self._may_learn(site)
+
         for k, v in added:
             if declared:
                 keep.append((k, v))
@@ -709,7 +715,7 @@ class Resetter:
             seen = self.memo.get(key)
             if seen is None:
                 name = _stable_repr(k)
-                if name is not None and name in self.memo_prior.get(site, ()):
+                if name is not None and name in self.memo_prior.get(site, ()) and allowed(k):
                     keep.append((k, v))  # recomputed the same in an earlier run
                     self.memo_prior_kept += 1
                     self.memo_verified.setdefault(site, set()).add(name)
@@ -718,7 +724,7 @@ class Resetter:
                 continue
             if seen[2] >= _MEMO_MISSES:
                 continue  # recomputed different too often: not a memo entry
-            if same_value(seen[0], v):
+            if same_value(seen[0], v) and allowed(k):
                 self.memo[key] = (v, seen[1] + 1, seen[2])
                 keep.append((k, v))
                 name = _stable_repr(k)
@@ -758,8 +764,15 @@ class Resetter:
         from isolator.analysis import sites_overlap
 
         owner = sys.modules.get(site.partition(":")[0])
+        # The last name on the site's path: code that writes into it names it (or the
+        # static pass could not tell either), so a test module that never mentions it
+        # is not read.
+        names = re.findall(r"[A-Za-z_]\w*", re.sub(r"\[[^\]]*\]", "", site.partition(":")[2]))
+        root = names[-1] if names else ""
         seen_writer = False
         for mod, in_test in ((test_module, True), (owner, False)):
+            if in_test and mod is not owner and not self._mentions(mod, root):
+                continue
             state = self._static_state(mod)
             if state is None:
                 continue
@@ -779,6 +792,20 @@ class Resetter:
                 seen_writer = seen_writer or not in_test
         return seen_writer or not need_writer
 
+    def _mentions(self, mod: object, name: str) -> bool:
+        """Whether a module's source text contains ``name`` (True when it cannot be read)."""
+        f = getattr(mod, "__file__", None)
+        if not isinstance(f, str) or not name:
+            return True
+        text = self._sources.get(f)
+        if text is None:
+            try:
+                with open(f, "rb") as fh:
+                    text = self._sources[f] = fh.read()
+            except OSError:
+                return True
+        return name.encode() in text
+
     def _static_state(self, mod: object) -> Any:
         """The static pass's view of a module's file (None: no source), once per file."""
         f = getattr(mod, "__file__", None)
@@ -786,11 +813,18 @@ class Resetter:
         if not isinstance(f, str) or not isinstance(name, str) or not f.endswith(".py"):
             return None
         if f not in self._static:
-            from isolator.analysis import analyze_file
+            if self._file_cache is None:
+                from isolator.analysis._tree import FileCache
 
-            state = analyze_file(f, name)
+                self._file_cache = FileCache(self.store_root)
+            state = self._file_cache.analyze(f, name)
             self._static[f] = None if state.error else state
         return self._static[f]
+
+    def save_static(self) -> None:
+        """Keep the files analysed this run for the next (``.isolator/static-cache.json``)."""
+        if self._file_cache is not None:
+            self._file_cache.save()
 
     def code_stamp(self) -> str:
         """What memo knowledge from another run is valid for: this interpreter and the

@@ -1087,6 +1087,12 @@ def test_8():
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
     result.assert_outcomes(passed=8)
     assert "(learn_memo): pkg:_squares[3]\n" in result.stdout.str()
+    # The files read to tell are kept analysed for the next run.
+    cache = json.loads((pytester.path / ".isolator" / "static-cache.json").read_text())
+    analysed = {os.path.basename(p) for section in cache["entries"].values() for p in section}
+    assert "pkg.py" in analysed
+    again = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    again.assert_outcomes(passed=8)
 
 
 def test_lazily_loaded_globals_and_memo_entries_beside_new_ones_are_kept(

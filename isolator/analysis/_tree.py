@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from isolator._store import StoreError, read_json, store_dir, write_json_atomic
+from isolator._store import StoreError, read_json, store_dir, update_json, write_json_atomic
 from isolator.analysis._ast_state import Extra, _analyze
 from isolator.analysis._model import (
     CodeAccess,
@@ -152,6 +152,64 @@ def analyze_tree(
             except OSError:
                 pass  # a read-only tree only loses the cache
     return _link(raw)
+
+
+class FileCache:
+    """Single files analysed through the same on-disk cache as :func:`analyze_tree`
+    (``rootdir/.isolator/static-cache.json``, keyed by path, mtime and size): the runner
+    reads a few files while tests run, and the next run finds them analysed."""
+
+    def __init__(self, rootdir: str | os.PathLike[str]) -> None:
+        self.path = store_dir(rootdir) / CACHE_FILE
+        self.section: dict[str, Any] | None = None
+        self.new: dict[str, Any] = {}
+
+    def analyze(self, path: str, modname: str) -> ModuleState:
+        if self.section is None:
+            self.section = _load_cache(self.path).get(_PY_KEY, {})
+        p = os.path.abspath(path)
+        try:
+            st = os.stat(p)
+        except OSError:
+            return analyze_file(p, modname)
+        entry = self.section.get(p)
+        if (
+            isinstance(entry, dict)
+            and entry.get("mtime_ns") == st.st_mtime_ns
+            and entry.get("size") == st.st_size
+            and entry.get("modname") == modname
+        ):
+            hit = _entry_from_json(entry)
+            if hit is not None:
+                return hit[0]
+        hit = _analyze_path(p, modname)
+        if hit[1].cacheable:
+            self.new[p] = _entry_to_json(hit, st.st_mtime_ns, st.st_size)
+        return hit[0]
+
+    def save(self) -> None:
+        """Add what was analysed to the cache file (merged with what others wrote)."""
+        if not self.new:
+            return
+        new = self.new
+
+        def add(current: Any) -> dict[str, Any]:
+            entries: dict[str, Any] = {}
+            if isinstance(current, dict) and current.get("schema") == _CACHE_SCHEMA:
+                found = current.get("entries")
+                if isinstance(found, dict):
+                    entries = found
+            section = entries.get(_PY_KEY)
+            if not isinstance(section, dict):
+                section = entries[_PY_KEY] = {}
+            section.update(new)
+            return {"schema": _CACHE_SCHEMA, "entries": entries}
+
+        try:
+            update_json(self.path, add)
+        except OSError:
+            pass  # a read-only tree only loses the cache
+        self.new = {}
 
 
 def _load_cache(path: os.PathLike[str]) -> dict[str, Any]:
