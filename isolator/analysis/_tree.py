@@ -123,14 +123,7 @@ def analyze_tree(
             raw[modname] = _analyze_path(p, modname)
             continue
         entry = section.get(p)
-        hit = None
-        if (
-            isinstance(entry, dict)
-            and entry.get("mtime_ns") == st.st_mtime_ns
-            and entry.get("size") == st.st_size
-            and entry.get("modname") == modname
-        ):
-            hit = _entry_from_json(entry)
+        hit = _cache_hit(entry, st, modname)
         if hit is None:
             hit = _analyze_path(p, modname)
             raw[modname] = hit
@@ -172,16 +165,9 @@ class FileCache:
             st = os.stat(p)
         except OSError:
             return analyze_file(p, modname)
-        entry = self.section.get(p)
-        if (
-            isinstance(entry, dict)
-            and entry.get("mtime_ns") == st.st_mtime_ns
-            and entry.get("size") == st.st_size
-            and entry.get("modname") == modname
-        ):
-            hit = _entry_from_json(entry)
-            if hit is not None:
-                return hit[0]
+        hit = _cache_hit(self.section.get(p), st, modname)
+        if hit is not None:
+            return hit[0]
         hit = _analyze_path(p, modname)
         if hit[1].cacheable:
             self.new[p] = _entry_to_json(hit, st.st_mtime_ns, st.st_size)
@@ -210,6 +196,18 @@ class FileCache:
         except OSError:
             pass  # a read-only tree only loses the cache
         self.new = {}
+
+
+def _cache_hit(entry: Any, st: os.stat_result, modname: str) -> tuple[ModuleState, Extra] | None:
+    """The cached analysis of a file, if ``entry`` was made from it as it is now."""
+    if (
+        isinstance(entry, dict)
+        and entry.get("mtime_ns") == st.st_mtime_ns
+        and entry.get("size") == st.st_size
+        and entry.get("modname") == modname
+    ):
+        return _entry_from_json(entry)
+    return None
 
 
 def _load_cache(path: os.PathLike[str]) -> dict[str, Any]:
