@@ -579,8 +579,8 @@ def own_hook(obj: object) -> None:
 def _tools() -> tuple[object, ...]:
     if _monitoring is None:
         return ()
-    get = _monitoring.get_tool
-    return tuple(None if get(i) == _OWN_TOOL else get(i) for i in _TOOL_IDS)
+    names = map(_monitoring.get_tool, _TOOL_IDS)
+    return tuple(None if name == _OWN_TOOL else name for name in names)
 
 
 def _interp_take() -> tuple[object, ...]:
@@ -627,6 +627,36 @@ _INTERP_SITES = (
     "<sys.warnoptions>",
     "<logging>:<level names>",
 )
+
+
+def _interp_same(snap: Any) -> bool:
+    """``_interp_take() == snap`` without building the tuple (the check after every test:
+    no copies of the level tables, and the first difference ends it)."""
+    (enabled, threshold, interval, digits, profile, trace, fault, tools, callbacks, debug,
+     agen_hooks, origin_depth, warnoptions, (names, levels)) = snap  # fmt: skip
+    now_profile, now_trace = sys.getprofile(), sys.gettrace()
+    if _OWN_HOOKS:
+        now_profile = None if id(now_profile) in _OWN_HOOKS else now_profile
+        now_trace = None if id(now_trace) in _OWN_HOOKS else now_trace
+    return (
+        gc.isenabled() == enabled
+        and now_profile is profile
+        and now_trace is trace
+        and gc.get_threshold() == threshold
+        and sys.getswitchinterval() == interval
+        and _get_max_digits() == digits
+        and faulthandler.is_enabled() == fault
+        and len(gc.callbacks) == len(callbacks)
+        and not any(map(operator.is_not, gc.callbacks, callbacks))
+        and gc.get_debug() == debug
+        and sys.get_asyncgen_hooks() == agen_hooks
+        and sys.get_coroutine_origin_tracking_depth() == origin_depth
+        and len(sys.warnoptions) == len(warnoptions)
+        and not any(map(operator.ne, sys.warnoptions, warnoptions))
+        and _level_names == names
+        and _name_levels == levels
+        and (_monitoring is None or _tools() == tools)
+    )
 
 
 def _interp_diff(snap: tuple[object, ...]) -> list[str]:
@@ -742,7 +772,7 @@ def _all_clean(snaps: list[Any]) -> bool:
             and sys.stdout is stdio[1]
             and sys.stderr is stdio[2]
             and not any(map(operator.is_not, _SYS_HOOKS_GET(sys), syshooks))
-            and _interp_take() == interp
+            and _interp_same(interp)
         )
     except Exception:
         return False

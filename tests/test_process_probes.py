@@ -74,6 +74,18 @@ def _profile() -> None:
     sys.setprofile(lambda *a: None)
 
 
+def _gc_callback() -> None:
+    gc.callbacks.append(lambda *a: None)
+
+
+def _warnoption() -> None:
+    sys.warnoptions.append("ignore::isolator-test")
+
+
+def _level_name() -> None:
+    logging.addLevelName(27, "ISOLATOR_TEST")
+
+
 def _mock_patch() -> None:
     mock.patch.object(logging, "raiseExceptions", False).start()
 
@@ -92,6 +104,9 @@ def _mock_patch() -> None:
         _gc_threshold,
         _switch_interval,
         _profile,
+        _gc_callback,
+        _warnoption,
+        _level_name,
         _mock_patch,
     ],
 )
