@@ -821,10 +821,11 @@ def live_children() -> dict[int, str] | None:
     except OSError:
         return None
     pids: set[int] = set()
+    # Read as bytes: no codec is looked up (a first lookup imports its module).
     for tid in tasks:
         try:
-            with open(f"/proc/self/task/{tid}/children", encoding="ascii") as f:
-                pids.update(int(p) for p in f.read().split())
+            with open(f"/proc/self/task/{tid}/children", "rb") as f:
+                pids.update(map(int, f.read().split()))
         except FileNotFoundError:
             continue  # the thread ended
         except (OSError, ValueError):
@@ -832,12 +833,12 @@ def live_children() -> dict[int, str] | None:
     out: dict[int, str] = {}
     for pid in pids:
         try:
-            with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
-                name, _, rest = f.read().rpartition(")")
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                name, _, rest = f.read().rpartition(b")")
         except OSError:
             continue
-        if rest.split()[:1] != ["Z"]:
-            out[pid] = name.partition("(")[2]
+        if rest.split()[:1] != [b"Z"]:
+            out[pid] = name.partition(b"(")[2].decode("utf-8", "replace")
     return out
 
 
