@@ -86,6 +86,10 @@ _IMMUTABLE: tuple[type, ...] = (
 # past are ints and strings, which the tuple check finds only after a few tries).
 _IMMUTABLE_EXACT: Final = frozenset(_IMMUTABLE)
 _SKIP_GLOBALS: tuple[type, ...] = (*_IMMUTABLE, types.ModuleType)
+# A function's defaults, keyword defaults, closure and attribute dict; all empty:
+# nothing of it to watch.
+_BARE: Final = operator.attrgetter("__defaults__", "__kwdefaults__", "__closure__", "__dict__")
+_NOTHING: Final[tuple[None, None, None, dict[str, Any]]] = (None, None, None, {})
 _CONTAINERS: Final = (dict, list, set, collections.deque)
 _WEAK_CONTAINERS: Final = (weakref.WeakValueDictionary, weakref.WeakKeyDictionary, weakref.WeakSet)
 _PLAIN_CONTAINERS: Final = frozenset(
@@ -313,6 +317,10 @@ class StateTable:
                 or key in imported
                 or isinstance(value, _SKIP_GLOBALS)
             ):
+                continue
+            if type(value) is types.FunctionType and _BARE(value) == _NOTHING:
+                # A function without defaults, closure or attributes (most test functions)
+                # has nothing to watch: skipped before its site name is formatted.
                 continue
             self._walk_guarded(f"{name}:{key}", value, name, project_prefixes, 0, budget)
 
