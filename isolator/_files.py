@@ -35,7 +35,11 @@ _PATH_EVENTS: Final = {
 }
 # Events that start a process: only after one does the resetter look for leaked children.
 _SPAWN_EVENTS: Final = frozenset({"subprocess.Popen", "os.fork", "os.forkpty", "os.posix_spawn"})
-_EVENTS: Final = frozenset(_PATH_EVENTS) | {"open", "object.__setattr__"} | _SPAWN_EVENTS
+# Processes run to their end (no child left behind), which may have written files.
+_RUN_EVENTS: Final = frozenset({"os.system", "os.spawn"})
+_EVENTS: Final = (
+    frozenset(_PATH_EVENTS) | {"open", "object.__setattr__"} | _SPAWN_EVENTS | _RUN_EVENTS
+)
 # Rebinding a function's defaults is audited: the resetter skips reading every function's
 # defaults after a test in which no such event happened (each read is an audit event too).
 _DEFAULTS_NAMES: Final = frozenset({"__defaults__", "__kwdefaults__"})
@@ -71,6 +75,10 @@ class FileGuard:
         self._busy = False
         self.defaults_written = False  # a function's __defaults__/__kwdefaults__ was set
         self.spawned = False  # the test started a process
+        # Events that may have changed a file anywhere (tmp dirs, pytest's and isolator's
+        # own writes included) or started a process that may: the import finder looks at
+        # an unloaded module's file again only after one (see UnloadedFinder._rewritten).
+        self.writes = 0
         self.journal = os.path.join(backup_dir, "journal.json")
 
     def install(self) -> None:
@@ -99,14 +107,9 @@ class FileGuard:
             self._busy = was
 
     def _hook(self, event: str, args: tuple[Any, ...]) -> None:
-        if not self.active or self._busy:
-            return
         if event == "object.__setattr__":
-            if len(args) > 1 and args[1] in _DEFAULTS_NAMES:
+            if self.active and not self._busy and len(args) > 1 and args[1] in _DEFAULTS_NAMES:
                 self.defaults_written = True
-            return
-        if event in _SPAWN_EVENTS:
-            self.spawned = True
             return
         if event == "open":
             path, mode, flags = args
@@ -115,11 +118,19 @@ class FileGuard:
                     return
             elif not any(c in mode for c in "wax+"):
                 return
-            self._before_write(path, event)
-        else:
-            for i in _PATH_EVENTS[event]:
-                if i < len(args):
-                    self._before_write(args[i], event)
+            self.writes += 1
+            if self.active and not self._busy:
+                self._before_write(path, event)
+            return
+        self.writes += 1
+        if not self.active or self._busy or event in _RUN_EVENTS:
+            return
+        if event in _SPAWN_EVENTS:
+            self.spawned = True
+            return
+        for i in _PATH_EVENTS[event]:
+            if i < len(args):
+                self._before_write(args[i], event)
 
     def _before_write(self, path: object, event: str) -> None:
         if isinstance(path, bytes):

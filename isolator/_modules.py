@@ -251,7 +251,12 @@ def is_extension(mod: object) -> bool:
 # outside the module that a reset would undo, and for a project module what puts its
 # tracked state back as it was then, else None; and the (mtime, size) of the file it was
 # executed from: a file rewritten since is executed again, as a new process would).
-_Fresh = tuple[dict[str, Any], list[str], bool, Callable[[], object] | None, tuple[int, int] | None]
+# (namespace, imported names, pure, state restorer, file stamp, [tag cell, tag]): see
+# _Capture.exec_module; the last item is the module dict's version tag when its namespace
+# was last made the first import's (see _Reinstate.exec_module).
+_Fresh = tuple[
+    dict[str, Any], list[str], bool, Callable[[], object] | None, tuple[int, int] | None, list[Any]
+]
 
 
 _FIRST_IMPORT: Final = "_isolator_first_import"
@@ -321,8 +326,12 @@ class _Reinstate:
         fresh = self.fresh
         if fresh is not None:
             d = module.__dict__
-            d.clear()
-            d.update(fresh[0])
+            tag = fresh[5]
+            if tag[0] is None or tag[0].value != tag[1]:
+                # Written since its namespace was last the first import's (an unchanged
+                # tag: nothing was, and the copy is skipped).
+                d.clear()
+                d.update(fresh[0])
             if fresh[3] is not None:
                 fresh[3]()  # a project module's containers, emptied or refilled in place
             mods = sys.modules
@@ -335,6 +344,8 @@ class _Reinstate:
         # The import system set __spec__ to ours; the module keeps its real one.
         if self.spec is not None:
             module.__spec__ = self.spec
+        if fresh is not None and fresh[5][0] is not None:
+            fresh[5][1] = fresh[5][0].value
 
 
 class _Capture:
@@ -403,7 +414,15 @@ class _Capture:
         )
         snapshot = self.finder.snapshot
         state = snapshot(module) if pure and snapshot is not None else None
-        fresh = (dict(d), imported, pure, state, _stamp(self.spec.origin))
+        cell = _versions.cell_for(d)
+        fresh = (
+            dict(d),
+            imported,
+            pure,
+            state,
+            _stamp(self.spec.origin),
+            [cell, None if cell is None else cell.value],
+        )
         self.finder.fresh.put(module, self.spec, loader, fresh)
 
     def __getattr__(self, name: str) -> Any:
@@ -455,6 +474,12 @@ class UnloadedFinder:
         # finder before that one (pytest's rewrite hook, the path finder: tens of
         # microseconds) said no from the same place last time.
         self._answered: dict[str, tuple[tuple[Any, ...], Any]] = {}
+        # The file guard's count of file writes and process starts (see FileGuard.writes),
+        # and, per file of an unloaded module, that count when its stamp was last found
+        # unchanged: no stat() of a file before each reinstatement when nothing could have
+        # written it since.
+        self.writes: Callable[[], int] | None = None
+        self._unchanged_at: dict[str, int] = {}
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         if self._finding:
@@ -511,7 +536,15 @@ class UnloadedFinder:
         fresh = self.fresh.get(mod)
         if fresh is None or fresh[4] is None:
             return False
-        return _stamp(getattr(mod, "__file__", None)) != fresh[4]
+        path = getattr(mod, "__file__", None)
+        writes = self.writes() if self.writes is not None else None
+        if writes is not None and self._unchanged_at.get(path) == writes:  # type: ignore[arg-type]
+            return False
+        if _stamp(path) != fresh[4]:
+            return True
+        if writes is not None and isinstance(path, str):
+            self._unchanged_at[path] = writes
+        return False
 
     def _reinstate(self, name: str, mod: types.ModuleType) -> Any:
         import importlib.util
@@ -592,6 +625,7 @@ class UnloadedFinder:
         # importlib.invalidate_caches(): files may have appeared where imports look.
         self._found.clear()
         self._answered.clear()
+        self._unchanged_at.clear()
 
     def reinstatable(self, name: str, module: types.ModuleType, project: bool = False) -> bool:
         """Whether ``module`` may come back as itself; False: a new import executes it.
@@ -607,8 +641,10 @@ class UnloadedFinder:
         self.fresh.clear()
         self._found.clear()
         self._answered.clear()
+        self._unchanged_at.clear()
         self.probe = None
         self.snapshot = None
+        self.writes = None
 
 
 def _stamp(path: object) -> tuple[int, int] | None:

@@ -288,6 +288,8 @@ class Resetter:
             sys.meta_path.insert(0, _modules.FINDER)
         _modules.FINDER.probe = self._import_probe
         _modules.FINDER.snapshot = self._module_snapshot
+        files = self.files
+        _modules.FINDER.writes = lambda: files.writes
         self.swapped = _modules.watch_library_modules(self.is_project)
         self.threads = set(threading.enumerate())
         self.thread_count = _thread._count()

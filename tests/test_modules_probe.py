@@ -474,6 +474,54 @@ def test_a_module_whose_file_was_rewritten_is_executed_again(pytester: pytest.Py
     _run(pytester, "-v").assert_outcomes(passed=2)
 
 
+@pytest.mark.parametrize("writer", ["python", "subprocess", "rename"])
+def test_an_unloaded_module_rewritten_without_invalidating_caches_is_executed_again(
+    pytester: pytest.Pytester, writer: str
+) -> None:
+    # The first tests import the module (it is unloaded after each, and comes back as its
+    # first import left it); the last rewrites its file, through Python, through another
+    # process or by renaming a new file over it,
+    # without importlib.invalidate_caches(), then imports it: alone in a fresh interpreter
+    # that import reads the new file, so a reinstated first import would be wrong.
+    lib = pytester.mkdir("lib")
+    target = lib / "edited.py"
+    target.write_text("VALUE = 'first'\n")
+    pytester.makeconftest(f"import sys\nsys.path.insert(0, {str(lib)!r})\n")
+    pytester.makepyfile(
+        test_edit=f"""
+        import os
+        import subprocess
+        import sys
+
+        TARGET = {str(target)!r}
+        NEW = "VALUE = 'second, longer'\\n"
+
+        def test_first():
+            import edited
+            assert edited.VALUE == "first"
+
+        def test_again():
+            import edited
+            assert edited.VALUE == "first"
+
+        def test_second():
+            if {writer!r} == "python":
+                with open(TARGET, "w") as f:
+                    f.write(NEW)
+            elif {writer!r} == "subprocess":
+                code = f"open({{TARGET!r}}, 'w').write({{NEW!r}})"
+                subprocess.run([sys.executable, "-c", code], check=True)
+            else:
+                with open(TARGET + ".new", "w") as f:
+                    f.write(NEW)
+                os.replace(TARGET + ".new", TARGET)
+            import edited
+            assert edited.VALUE == "second, longer"
+        """
+    )
+    _run(pytester, "-v").assert_outcomes(passed=3)
+
+
 def test_a_library_module_under_two_names_is_reset_once_and_stays_reset(
     pytester: pytest.Pytester,
 ) -> None:
