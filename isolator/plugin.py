@@ -442,13 +442,25 @@ class IsolatorPlugin:
             for site, keys in data["sites"].items()
             if isinstance(keys, list)
         }
+        verdicts = data.get("verdicts")
+        if isinstance(verdicts, list):
+            r.memo_verdicts = {
+                (v[0], v[1], v[2]): v[3]
+                for v in verdicts
+                if isinstance(v, list)
+                and len(v) == 4
+                and isinstance(v[0], str)
+                and isinstance(v[1], str)
+                and isinstance(v[2], bool)
+                and isinstance(v[3], bool)
+            }
 
     def _save_memo(self) -> None:
         r = self.resetter
-        if r is None or not r.memo_verified or self.memo_code is None:
+        if r is None or self.memo_code is None or not (r.memo_verified or r.memo_verdicts_new):
             return
         sites = {site: set(keys) for site, keys in r.memo_prior.items()}
-        grew = False
+        grew = bool(r.memo_verdicts_new)
         for site, keys in r.memo_verified.items():
             known = sites.setdefault(site, set())
             grew = grew or not keys <= known
@@ -456,6 +468,7 @@ class IsolatorPlugin:
         if not grew:
             return
         code = self.memo_code
+        verdicts = dict(r.memo_verdicts)
 
         def add(current: Any) -> dict[str, Any]:
             # What other workers of this run (same code) saved meanwhile is kept too.
@@ -468,10 +481,16 @@ class IsolatorPlugin:
                 for site, keys in current["sites"].items():
                     if isinstance(keys, list):
                         sites.setdefault(str(site), set()).update(str(k) for k in keys)
+                found = current.get("verdicts")
+                for v in found if isinstance(found, list) else ():
+                    if isinstance(v, list) and len(v) == 4:
+                        verdicts.setdefault((str(v[0]), str(v[1]), bool(v[2])), bool(v[3]))
             return {
                 "schema": MEMO_SCHEMA,
                 "code": code,
                 "sites": {site: sorted(keys) for site, keys in sorted(sites.items())},
+                # The static pass's verdicts on learning (see Resetter._may_learn).
+                "verdicts": [[*key, ok] for key, ok in sorted(verdicts.items())],
             }
 
         try:

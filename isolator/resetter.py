@@ -232,9 +232,13 @@ class Resetter:
         self.memo_kept: list[str] = []
         self._module_names_seen: set[str] = set()
         # The module of the test being checked (set by the plugin), and what the static
-        # pass says about memo candidates: (site, id of test module) -> may learn.
+        # pass says about memo candidates: (site, test module's file or name, a writer
+        # needed) -> may learn.  A verdict depends only on the project's files, so those
+        # of an earlier run of the same code (see code_stamp) hold (``memo_verdicts_new``:
+        # this run's, to be saved).
         self.test_module: types.ModuleType | None = None
-        self._memo_verdicts: dict[tuple[str, int, bool], bool] = {}
+        self.memo_verdicts: dict[tuple[str, str, bool], bool] = {}
+        self.memo_verdicts_new: dict[tuple[str, str, bool], bool] = {}
         self._static: dict[str, Any] = {}
         self._sources: dict[str, bytes] = {}
         self._file_cache: Any = None  # isolator.analysis._tree.FileCache, made on first use
@@ -756,10 +760,12 @@ class Resetter:
         function looks the key up first).  Writers it cannot see leave the learning as
         it was, unless ``need_writer``: then one that reads first must be seen."""
         mod = self.test_module
-        key = (site, id(mod), need_writer)
-        verdict = self._memo_verdicts.get(key)
+        where = getattr(mod, "__file__", None) or getattr(mod, "__name__", None) or ""
+        key = (site, where, need_writer)
+        verdict = self.memo_verdicts.get(key)
         if verdict is None:
-            verdict = self._memo_verdicts[key] = self._judge_memo(site, mod, need_writer)
+            verdict = self._judge_memo(site, mod, need_writer)
+            self.memo_verdicts[key] = self.memo_verdicts_new[key] = verdict
         return verdict
 
     def _judge_memo(self, site: str, test_module: object, need_writer: bool) -> bool:

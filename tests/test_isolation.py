@@ -1087,6 +1087,15 @@ def test_8():
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
     result.assert_outcomes(passed=8)
     assert "(learn_memo): pkg:_squares[3]\n" in result.stdout.str()
+    # The verdicts are kept for the next run of the same code, which needs no static pass
+    # and judges the same.
+    memo = json.loads((pytester.path / ".isolator" / "memo.json").read_text())
+    verdicts = {(site, os.path.basename(where)): ok for site, where, _, ok in memo["verdicts"]}
+    assert verdicts[("pkg:FLAGS", "test_flags.py")] is False
+    assert verdicts[("pkg:FLAGS", "test_setter.py")] is False
+    assert verdicts[("pkg:_squares", "test_memo.py")] is True
+    again = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    again.assert_outcomes(passed=8)
     # The files read to tell are kept analysed for the next run.
     cache = json.loads((pytester.path / ".isolator" / "static-cache.json").read_text())
     analysed = {os.path.basename(p) for section in cache["entries"].values() for p in section}
