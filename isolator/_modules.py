@@ -250,10 +250,9 @@ def is_extension(mod: object) -> bool:
 # names its execution added to sys.modules in order, whether that execution had no effect
 # outside the module that a reset would undo, and for a project module what puts its
 # tracked state back as it was then, else None; and the (mtime, size) of the file it was
-# executed from: a file rewritten since is executed again, as a new process would).
-# (namespace, imported names, pure, state restorer, file stamp, [tag cell, tag]): see
-# _Capture.exec_module; the last item is the module dict's version tag when its namespace
-# was last made the first import's (see _Reinstate.exec_module).
+# executed from: a file rewritten since is executed again, as a new process would); last, a
+# view of the module dict's version tag and the tag when its namespace was last made the
+# first import's (see _Reinstate.exec_module).
 _Fresh = tuple[
     dict[str, Any], list[str], bool, Callable[[], object] | None, tuple[int, int] | None, list[Any]
 ]
