@@ -27,7 +27,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Final
 
-from isolator import _versions
+from isolator import _classes, _versions
 from isolator._state import moved_entries
 
 NOTSET: Final = object()
@@ -53,17 +53,18 @@ _RUNNER_PREFIXES: Final = ("_pytest", "pytest", "pluggy", "isolator", "xdist", "
 
 
 class UndoLog:
-    """First old value of every library module attribute written during the current test.
+    """First old value of every library module attribute written during the current test,
+    and of every library class attribute where classes are watched (see ``_classes``).
 
-    ``entries``: [(module, name, old value or NOTSET)] in write order.
+    ``entries``: [(module or class, name, old value or NOTSET)] in write order.
     """
 
     def __init__(self) -> None:
-        self.entries: list[tuple[types.ModuleType, str, object]] = []
+        self.entries: list[tuple[Any, str, object]] = []
         self.seen: set[tuple[int, str]] = set()
         self.active = False
 
-    def note(self, mod: types.ModuleType, name: str, old: object = _CURRENT) -> None:
+    def note(self, mod: Any, name: str, old: object = _CURRENT) -> None:
         key = (id(mod), name)
         if key in self.seen:
             return
@@ -76,27 +77,81 @@ class UndoLog:
         out = []
         for mod, name, old in self.entries:
             if mod.__dict__.get(name, NOTSET) is not old:
-                out.append(f"{mod.__name__}:{name}")
+                out.append(site_of(mod, name))
         return out
 
-    def undo(self, keep: set[str]) -> None:
+    def undo(self, keep: set[str]) -> list[tuple[str, str]]:
+        """Put every old value back; returns (site, why) for what could not be."""
         written = {id(mod): mod for mod, _, _ in self.entries}
-        for mod, name, old in reversed(self.entries):
-            d = mod.__dict__
-            if old is NOTSET:
-                new = d.get(name, NOTSET)
-                if isinstance(new, types.ModuleType) and new.__name__ in keep:
-                    continue  # an import bound a submodule we keep
-                d.pop(name, None)
-            else:
-                d[name] = old
+        refused: list[tuple[str, str]] = []
+        classes: dict[int, type] = {}
+        watch = CLASSES
+        if watch is not None:
+            watch.muted = True  # our own writes are not a test's
+        try:
+            for mod, name, old in reversed(self.entries):
+                if isinstance(mod, type):
+                    classes[id(mod)] = mod
+                    why = _put_class_attr(mod, name, old)
+                    if why is not None:
+                        refused.append((site_of(mod, name), why))
+                    continue
+                d = mod.__dict__
+                if old is NOTSET:
+                    new = d.get(name, NOTSET)
+                    if isinstance(new, types.ModuleType) and new.__name__ in keep:
+                        continue  # an import bound a submodule we keep
+                    d.pop(name, None)
+                else:
+                    d[name] = old
+        finally:
+            if watch is not None:
+                watch.muted = False
+                watch.restored(classes.values())
         self.clear()
         if WATCH is not None:
             WATCH.resync(written.values())
+        return refused
+
+    def leave(self, pairs: list[tuple[object, str]]) -> None:
+        """These (object, attribute) stay as they are now, out of the log: what changed them
+        cannot be undone (a patch started before the test and stopped by it)."""
+        keys = {(id(obj), name) for obj, name in pairs}
+        entries = [e for e in self.entries if (id(e[0]), e[1]) not in keys]
+        if len(entries) == len(self.entries):
+            return
+        self.entries = entries
+        self.seen -= keys
+        owners = {id(obj): obj for obj, _ in pairs}.values()
+        if WATCH is not None:
+            WATCH.resync([o for o in owners if isinstance(o, types.ModuleType)])
+        if CLASSES is not None:
+            CLASSES.restored([o for o in owners if isinstance(o, type)])
 
     def clear(self) -> None:
         self.entries.clear()
         self.seen.clear()
+
+
+def site_of(owner: Any, name: str) -> str:
+    """``module:name`` of a module attribute, ``module:Class.name`` of a class's."""
+    if isinstance(owner, type):
+        return f"{owner.__module__}:{owner.__qualname__}.{name}"
+    return f"{owner.__name__}:{name}"
+
+
+def _put_class_attr(cls: type, name: str, old: object) -> str | None:
+    """Bind (or remove) a class attribute as ``type`` itself does, past a metaclass's own
+    ``__setattr__``; the reason when the class refuses."""
+    try:
+        if old is NOTSET:
+            if name in cls.__dict__:
+                type.__delattr__(cls, name)
+        elif cls.__dict__.get(name, NOTSET) is not old:
+            type.__setattr__(cls, name, old)
+    except Exception as exc:
+        return f"putting it back raised {type(exc).__name__}: {exc}"
+    return None
 
 
 LOG = UndoLog()
@@ -176,18 +231,25 @@ class LibraryWatch:
 
 
 WATCH: LibraryWatch | None = None
+CLASSES: _classes.ClassWatch | None = None
 
 
 def collect_writes() -> None:
-    """Bring the undo log up to date with library module writes (tag-watched modules)."""
+    """Bring the undo log up to date with library module writes (tag-watched modules)
+    and library class writes (watched classes)."""
     if WATCH is not None:
         WATCH.collect(LOG)
+    classes = CLASSES
+    if classes is not None and (classes.pending or classes.polled):
+        classes.collect(LOG.note, NOTSET)
 
 
 def absorb_writes() -> None:
-    """Library module writes made since the last look are not a test's."""
+    """Library module and class writes made since the last look are not a test's."""
     if WATCH is not None:
         WATCH.absorb()
+    if CLASSES is not None:
+        CLASSES.absorb()
 
 
 def watch_library_modules(is_project: Any) -> list[types.ModuleType]:
@@ -214,11 +276,46 @@ def watch_library_modules(is_project: Any) -> list[types.ModuleType]:
         and not mod.__name__.startswith(_RUNNER_PREFIXES)
         and not is_project(mod)
     ]
+    _watch_library_classes(mods, is_project)
     cells = [_versions.cell_for(m.__dict__) for m in mods]
     if mods and all(c is not None for c in cells):
         WATCH = LibraryWatch(mods, cells)
         return mods
     return _swap_classes(mods)
+
+
+def _watch_library_classes(mods: list[types.ModuleType], is_project: Any) -> None:
+    """Watch the classes bound in library modules, where the interpreter can tell when
+    one is changed (see ``_classes``): not the test runner's, nor project classes
+    re-exported by a library."""
+    global CLASSES
+    if CLASSES is not None or not _classes.available():
+        return
+    found: dict[int, type] = {}
+    library: dict[object, bool] = {}  # a class's __module__ -> whether a library's
+    modules = sys.modules
+    flags, mask, heap = _FLAGS, _classes.WATCHABLE_MASK, _classes.WATCHABLE_FLAGS
+    for mod in mods:
+        for value in filter(_is_type, list(mod.__dict__.values())):
+            if flags(value) & mask != heap or id(value) in found:
+                continue
+            owner = getattr(value, "__module__", None)
+            ok = library.get(owner)
+            if ok is None:
+                home = modules.get(owner) if isinstance(owner, str) else None
+                ok = library[owner] = not (
+                    isinstance(owner, str) and owner.startswith(_RUNNER_PREFIXES)
+                ) and not (home is not None and is_project(home))
+            if ok:
+                found[id(value)] = value
+    CLASSES = _classes.start(found.values())
+
+
+_FLAGS: Final = operator.attrgetter("__flags__")
+
+
+def _is_type(value: object) -> bool:
+    return isinstance(value, type)
 
 
 def _swap_classes(modules: list[types.ModuleType]) -> list[types.ModuleType]:
@@ -233,8 +330,11 @@ def _swap_classes(modules: list[types.ModuleType]) -> list[types.ModuleType]:
 
 
 def unwatch(modules: list[types.ModuleType]) -> None:
-    global WATCH
+    global WATCH, CLASSES
     WATCH = None
+    if CLASSES is not None:
+        CLASSES.close()
+        CLASSES = None
     for mod in modules:
         if type(mod) is WatchedModule:
             mod.__class__ = types.ModuleType  # type: ignore[assignment]

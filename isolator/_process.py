@@ -549,11 +549,29 @@ def _patches_put(snap: tuple[object, ...], sites: list[str]) -> None:
     for patch in snap:
         if id(patch) not in after:
             UNRESTORABLE.append((_patch_site(patch), "the test stopped a patch started before it"))
+            # What it had patched stays as the test left it, like the report says.
+            for one in (patch, *(getattr(patch, "additional_patchers", None) or ())):
+                target, attribute = _patch_target(one), getattr(one, "attribute", None)
+                if target is not None and isinstance(attribute, str):
+                    LEFT_AS_IS.append((target, attribute))
+
+
+def _patch_target(patch: object) -> object:
+    target = getattr(patch, "target", None)
+    if target is None:
+        try:
+            target = patch.getter()  # type: ignore[attr-defined]
+        except Exception:
+            return None
+    return target
 
 
 # What the restore of a probe could not do, as (site, why): the resetter reports each
 # (and runs that test in a forked child from the next run on).
 UNRESTORABLE: list[tuple[str, str]] = []
+# (object, attribute) that such a restore left as the test left it, which no other
+# mechanism may then put back (see UndoLog.leave).
+LEFT_AS_IS: list[tuple[object, str]] = []
 
 # The interpreter's own settings: garbage collection, thread switching, int/str
 # conversion limit (3.11+), profile and trace functions, faulthandler and, on 3.12+, the

@@ -26,7 +26,14 @@ from typing import Any, Final
 
 from isolator import _modules
 from isolator._files import FileGuard
-from isolator._process import UNRESTORABLE, Probe, default_probes, fast_check, live_children
+from isolator._process import (
+    LEFT_AS_IS,
+    UNRESTORABLE,
+    Probe,
+    default_probes,
+    fast_check,
+    live_children,
+)
 from isolator._reach import Reach, Scope, imports_of
 from isolator._same import same_value
 from isolator._state import (
@@ -83,7 +90,7 @@ class Frame:
         self,
         key: int,
         modules_added: list[str],
-        undo: list[tuple[types.ModuleType, str, object]],
+        undo: list[tuple[Any, str, object]],
         files: list[tuple[str, str, str]],
     ) -> None:
         self.key = key
@@ -502,11 +509,19 @@ class Resetter:
             _modules.collect_writes()  # not right after a test (between plan sequences)
         self._collected = False
         log = _modules.LOG
+        if LEFT_AS_IS:
+            log.leave(LEFT_AS_IS)
+            LEFT_AS_IS.clear()
         if log.entries:
             sites = log.dirty_sites()
             out.writes += sites
+            refused = log.undo(set(kept))
+            if refused:
+                # Reported once: what was left joins the baseline of later tests.
+                out.unrestorable += refused
+                left = {site for site, _ in refused}
+                sites = [site for site in sites if site not in left]
             out.reset += sites
-            log.undo(set(kept))
         if kept:
             self._absorb_submodules(kept)
         if out.reset and any(s == "<env>:TZ" or s.startswith("time:") for s in out.reset):

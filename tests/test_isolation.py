@@ -493,8 +493,11 @@ import pytest
 def debug():
     p = mock.patch.object(http.client.HTTPConnection, "debuglevel", 3)
     p.start()
+    q = mock.patch.object(http.client, "HTTPS_PORT", 1)
+    q.start()
     yield
     p.stop()
+    q.stop()
 def test_sees_the_fixtures_patch(debug):
     mock.patch.object(http.client.HTTPConnection, "auto_open", 0).start()
     assert http.client.HTTPConnection.debuglevel == 3
@@ -504,7 +507,9 @@ def test_still_patched_not_leaked(debug):
 def test_stops_everything(debug):
     mock.patch.stopall()
 def test_after_the_stop(debug):
-    assert http.client.HTTPConnection.debuglevel == 0  # as in one process without isolator
+    # As in one process without isolator: the stopped patches stay stopped.
+    assert http.client.HTTPConnection.debuglevel == 0
+    assert http.client.HTTPS_PORT == 443
 """,
         test_b="""
 import http.client
