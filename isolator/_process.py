@@ -678,6 +678,8 @@ def _interp_same(snap: Any) -> bool:
 
 
 def _interp_diff(snap: tuple[object, ...]) -> list[str]:
+    if _interp_same(snap):
+        return []  # (no tuple, no copies of the level tables)
     now = _interp_take()
     if now == snap:
         return []
