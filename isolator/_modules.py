@@ -350,11 +350,17 @@ def is_extension(mod: object) -> bool:
 # names its execution added to sys.modules in order, whether that execution had no effect
 # outside the module that a reset would undo, and for a project module what puts its
 # tracked state back as it was then, else None; and the (mtime, size) of the file it was
-# executed from: a file rewritten since is executed again, as a new process would); last, a
-# view of the module dict's version tag and the tag when its namespace was last made the
-# first import's (see _Reinstate.exec_module).
+# executed from: a file rewritten since is executed again, as a new process would); a view
+# of the module dict's version tag and the tag when its namespace was last made the first
+# import's (see _Reinstate.exec_module); what the execution read (_Inputs).
 _Fresh = tuple[
-    dict[str, Any], list[str], bool, Callable[[], object] | None, tuple[int, int] | None, list[Any]
+    dict[str, Any],
+    list[str],
+    bool,
+    Callable[[], object] | None,
+    tuple[int, int] | None,
+    list[Any],
+    "_Inputs",
 ]
 
 
@@ -447,6 +453,98 @@ class _Reinstate:
             fresh[5][1] = fresh[5][0].value
 
 
+class _Inputs:
+    """What a module's first execution read from outside itself that a test may have set
+    differently before a later import: the modules its import statements got (name ->
+    module), the attributes ``from ... import`` took from them ((module name, attribute) ->
+    object), the environment variables it read (name -> value, None when unset; ``every``:
+    a copy of the whole environment when it went through all of them), and the platform
+    names.  A module whose inputs differ now is executed again instead of reinstated."""
+
+    __slots__ = ("imports", "names", "env", "every", "platform")
+
+    def __init__(self) -> None:
+        self.imports: dict[str, object] = {}
+        self.names: dict[tuple[str, str], object] = {}
+        self.env: dict[str, str | None] = {}
+        self.every: dict[Any, Any] | None = None
+        self.platform = (sys.platform, os.name)
+
+
+# The inputs of the first imports running now, innermost last (an import statement is
+# noted in the innermost).
+_READING: list[_Inputs] = []
+_real_import = __import__
+_environ: Any = os.environ
+_EnvironBase: Any = type(os.environ)
+
+
+def _noting_import(
+    name: str,
+    globals: Any = None,
+    locals: Any = None,
+    fromlist: Any = (),
+    level: int = 0,
+) -> Any:
+    """``builtins.__import__`` while a first import runs: notes what each import statement
+    got (see _Inputs)."""
+    mod = _real_import(name, globals, locals, fromlist, level)
+    if _READING:
+        try:
+            _note_import(_READING[-1], name, globals, fromlist, level)
+        except Exception:  # noqa: S110  (an odd __package__: nothing noted)
+            pass
+    return mod
+
+
+def _note_import(inputs: _Inputs, name: str, globals: Any, fromlist: Any, level: int) -> None:
+    if level:
+        package = (globals or {}).get("__package__") or ""
+        base = package.rsplit(".", level - 1)[0] if level > 1 else package
+        name = f"{base}.{name}" if name else base
+    mods = sys.modules
+    got = mods.get(name)
+    if got is None:
+        return
+    inputs.imports.setdefault(name, got)
+    for attr in fromlist or ():
+        if not isinstance(attr, str) or attr == "*":
+            continue
+        sub = mods.get(f"{name}.{attr}")
+        value = getattr(got, attr, _ABSENT)
+        if sub is not None and value is sub:
+            inputs.imports.setdefault(f"{name}.{attr}", sub)
+        elif value is not _ABSENT:
+            inputs.names.setdefault((name, attr), value)
+
+
+_ABSENT: Final = object()
+
+
+def _env_value(key: Any) -> str | None:
+    """``os.environ.get(key)`` without going through its class."""
+    try:
+        return _EnvironBase.__getitem__(_environ, key)  # type: ignore[no-any-return]
+    except (KeyError, TypeError):
+        return None
+
+
+class _NotingEnviron(_EnvironBase):  # type: ignore[misc]
+    """``os.environ``'s class while a first import runs: notes the variables read."""
+
+    def __getitem__(self, key: Any) -> Any:
+        if _READING:
+            env = _READING[-1].env
+            if key not in env:
+                env[key] = _env_value(key)
+        return _EnvironBase.__getitem__(self, key)
+
+    def __iter__(self) -> Any:
+        if _READING and _READING[-1].every is None:
+            _READING[-1].every = dict(self._data)
+        return _EnvironBase.__iter__(self)
+
+
 class _Capture:
     """Loader in front of the real one for a module imported while isolator runs: once
     the real loader has executed the module, the namespace it left is kept in ``fresh``.
@@ -493,9 +591,25 @@ class _Capture:
 
         if show is not None:
             wd["_showwarnmsg"] = seen
+        # What the execution reads, through the import statements and os.environ (in
+        # their dicts and on the object's class, past the write barrier, and put back).
+        inputs = _Inputs()
+        builtins_dict = _builtins_dict()
+        outermost = not _READING
+        _READING.append(inputs)
+        if outermost:
+            builtins_dict["__import__"] = _noting_import
+            if type(_environ) is _EnvironBase:
+                _environ.__class__ = _NotingEnviron
         try:
             loader.exec_module(module)
         finally:
+            _READING.pop()
+            if outermost:
+                if builtins_dict.get("__import__") is _noting_import:
+                    builtins_dict["__import__"] = _real_import
+                if type(_environ) is _NotingEnviron:
+                    _environ.__class__ = _EnvironBase
             if show is not None and wd.get("_showwarnmsg") is seen:
                 wd["_showwarnmsg"] = show
         # The names this import added, read from the end (listing every name would touch
@@ -521,6 +635,7 @@ class _Capture:
             state,
             _stamp(self.spec.origin),
             [cell, None if cell is None else cell.value],
+            inputs,
         )
         self.finder.fresh.put(module, self.spec, loader, fresh)
 
@@ -530,6 +645,12 @@ class _Capture:
 
 def _warnings_dict() -> dict[str, Any]:
     return warnings.__dict__
+
+
+def _builtins_dict() -> dict[str, Any]:
+    import builtins
+
+    return builtins.__dict__
 
 
 def _import_machinery(fn: Any) -> Any:
@@ -586,7 +707,7 @@ class UnloadedFinder:
         mod = self.cache.pop(name, None)
         if mod is None and not _importing():
             return None
-        if mod is not None and self._rewritten(mod):
+        if mod is not None and self._stale(mod):
             self._found.pop(name, None)
             self.fresh.forget(mod)
             mod = None
@@ -630,9 +751,49 @@ class UnloadedFinder:
                 self._found[name] = (_where(path), spec.origin)
         return spec
 
-    def _rewritten(self, mod: types.ModuleType) -> bool:
-        """Whether the file the module's first import executed has changed since."""
+    def _stale(self, mod: types.ModuleType, seen: set[int] | None = None) -> bool:
+        """Whether a new import would not give the module's first import: its file was
+        rewritten, or what that import read differs now (see _Inputs)."""
         fresh = self.fresh.get(mod)
+        if fresh is None:
+            return False
+        if self._rewritten(mod, fresh):
+            return True
+        inputs = fresh[6]
+        if inputs.platform != (sys.platform, os.name):
+            return True
+        for key, value in inputs.env.items():
+            if _env_value(key) != value:
+                return True
+        if inputs.every is not None and inputs.every != _environ._data:
+            return True
+        mods = sys.modules
+        for name, obj in inputs.imports.items():
+            now = mods.get(name)
+            if now is obj:
+                continue
+            if now is not None or self.cache.get(name) is not obj:
+                return True  # another module there now, or none that comes back
+            # Unloaded since: it comes back as itself unless it is stale too.
+            seen = seen if seen is not None else {id(mod)}
+            if id(obj) not in seen:
+                seen.add(id(obj))
+                if self._stale(obj, seen):  # type: ignore[arg-type]
+                    return True
+        for (name, attr), obj in inputs.names.items():
+            owner = mods.get(name)
+            if owner is None:
+                owner_fresh = self.fresh.get(self.cache[name]) if name in self.cache else None
+                if owner_fresh is None or owner_fresh[0].get(attr, _ABSENT) is not obj:
+                    return True
+            elif getattr(owner, "__dict__", {}).get(attr, _ABSENT) is not obj:
+                return True
+        return False
+
+    def _rewritten(self, mod: types.ModuleType, fresh: _Fresh | None = None) -> bool:
+        """Whether the file the module's first import executed has changed since."""
+        if fresh is None:
+            fresh = self.fresh.get(mod)
         if fresh is None or fresh[4] is None:
             return False
         path = getattr(mod, "__file__", None)
@@ -703,7 +864,7 @@ class UnloadedFinder:
             or found is None
             or found[1] != getattr(mod, "__file__", None)
             or found[0] != _where(path)
-            or self._rewritten(mod)
+            or self._stale(mod)
         ):
             return False
         sys.audit("import", name, None, sys.path, sys.meta_path, sys.path_hooks)

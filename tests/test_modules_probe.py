@@ -522,6 +522,65 @@ def test_an_unloaded_module_rewritten_without_invalidating_caches_is_executed_ag
     _run(pytester, "-v").assert_outcomes(passed=3)
 
 
+@pytest.mark.parametrize(
+    "module, first, second",
+    [
+        (
+            "import os\nMODE = os.environ.get('APP_MODE', 'prod')\n",
+            "monkeypatch.setenv('APP_MODE', 'dev')",
+            "monkeypatch.setenv('APP_MODE', 'test')",
+        ),
+        (
+            "import os\nMODE = dict(os.environ).get('APP_MODE', 'prod')\n",
+            "monkeypatch.setenv('APP_MODE', 'dev')",
+            "monkeypatch.setenv('APP_MODE', 'test')",
+        ),
+        (
+            "import fakereg\nMODE = fakereg.NAME\n",
+            "monkeypatch.setitem(sys.modules, 'fakereg', types.SimpleNamespace(NAME='dev'))",
+            "monkeypatch.setitem(sys.modules, 'fakereg', types.SimpleNamespace(NAME='test'))",
+        ),
+        (
+            "from libsrc import mode\nMODE = mode()\n",
+            "monkeypatch.setattr(libsrc, 'mode', lambda: 'dev')",
+            "monkeypatch.setattr(libsrc, 'mode', lambda: 'test')",
+        ),
+        (
+            "import sys\nMODE = 'dev' if sys.platform == 'dev-os' else 'test'\n",
+            "monkeypatch.setattr(sys, 'platform', 'dev-os')",
+            "pass",
+        ),
+    ],
+    ids=["getenv", "whole-environ", "sys.modules", "from-import", "platform"],
+)
+def test_a_module_is_executed_again_when_what_its_first_import_read_differs(
+    pytester: pytest.Pytester, module: str, first: str, second: str
+) -> None:
+    # Settings read at import time: a later test that sets them differently and imports
+    # the module gets, in a fresh interpreter, a module executed with its own settings.
+    lib = pytester.mkdir("lib")
+    (lib / "readsit.py").write_text(module)
+    (lib / "libsrc.py").write_text("def mode():\n    return 'prod'\n")
+    proj = pytester.mkdir("proj")
+    (proj / "conftest.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(lib)!r})\nimport libsrc\n"
+    )
+    (proj / "test_settings.py").write_text(
+        "import sys, types\n"
+        "import libsrc\n"
+        "def test_first(monkeypatch):\n"
+        f"    {first}\n"
+        "    import readsit\n"
+        "    assert readsit.MODE == 'dev'\n"
+        "def test_second(monkeypatch):\n"
+        f"    {second}\n"
+        "    import readsit\n"
+        "    assert readsit.MODE == 'test'\n"
+    )
+    result = _run(pytester, "-v", "--rootdir", str(proj), str(proj / "test_settings.py"))
+    result.assert_outcomes(passed=2)
+
+
 def test_a_library_module_under_two_names_is_reset_once_and_stays_reset(
     pytester: pytest.Pytester,
 ) -> None:
