@@ -509,6 +509,7 @@ class StateTable:
             if _is_enum(cls):
                 return
             self._watch(site, idict, dict(idict), INSTANCE, None)
+            self._watch_class_of(site, value, cls)
             for k, v in list(idict.items()):
                 if type(v) not in _IMMUTABLE_EXACT and not isinstance(v, _IMMUTABLE):
                     self._walk(f"{site}.{k}", v, modname, prefixes, depth + 1, budget)
@@ -518,10 +519,17 @@ class StateTable:
             # Slot-only objects: watched through a tuple of their slot values.
             self._watch(site, _SlotView(value, slots), _SlotView(value, slots).values(), LIST, None)
             self.kinds[-1] = _SLOTS
+            self._watch_class_of(site, value, cls)
             return
         fp = _opaque_fingerprint(value)
         if fp is not None:
             self._add_opaque(site, value, fp)
+
+    def _watch_class_of(self, site: str, value: object, cls: type) -> None:
+        """An instance's class: ``obj.__class__ = Other`` (by a test, or by the object
+        itself on first use, as lazy objects turn into what they stand for) is put back
+        with its attributes.  Watched as a closure cell is (see _ClassOf)."""
+        self.cells.append((f"{site}.__class__", _ClassOf(value), cls))
 
     def _add_opaque(self, site: str, value: object, fp: Callable[[object], object]) -> None:
         try:
@@ -963,6 +971,24 @@ _CELL = operator.attrgetter("cell_contents")
 _DEFAULTS = operator.attrgetter("__defaults__")
 _KWDEFAULTS = operator.attrgetter("__kwdefaults__")
 _EMPTY: Final = object()
+
+
+class _ClassOf:
+    """An object's class seen as a closure cell's contents: its watch is a cell's (compared
+    by identity with the baseline class, put back by assignment)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: object):
+        self.obj = obj
+
+    def _get(self) -> type:
+        return type(self.obj)
+
+    def _set(self, cls: type) -> None:
+        object.__setattr__(self.obj, "__class__", cls)
+
+    cell_contents = property(_get, _set)
 
 
 class _SlotView:

@@ -1515,3 +1515,54 @@ def test_next_module_sees_the_baseline():
     plain.assert_outcomes(passed=1, failed=2)
     result = _isolated(pytester)
     result.assert_outcomes(passed=3)
+
+
+def test_an_object_whose_class_a_test_or_the_object_itself_swapped_gets_its_class_back(
+    pytester: pytest.Pytester,
+) -> None:
+    # `obj.__class__ = Other`, by a test or by a lazy object turning into what it stands
+    # for on first use (pint's registry): the class comes back with the attributes, as in a
+    # fresh interpreter (the attributes alone would leave a mix no process ever had).
+    pytester.makepyfile(
+        cfgpkg="""
+class Config:
+    def __init__(self):
+        self.debug = False
+class Other(Config):
+    pass
+CONFIG = Config()
+class Slotted:
+    __slots__ = ("x",)
+class SlottedOther:
+    __slots__ = ("x",)
+POINT = Slotted()
+class Registry:
+    def __init__(self):
+        self.units = {"kg": 1000, "g": 1}
+    def factor(self, name):
+        return self.units[name]
+class LazyRegistry:
+    def __getattr__(self, item):
+        self.__class__ = Registry
+        self.__init__()
+        return getattr(self, item)
+REGISTRY = LazyRegistry()
+""",
+        test_swap="""
+from cfgpkg import CONFIG, Config, Other, POINT, Slotted, SlottedOther, REGISTRY
+def test_swaps():
+    CONFIG.__class__ = Other
+    CONFIG.debug = True
+    POINT.__class__ = SlottedOther
+def test_sees_the_original():
+    assert type(CONFIG) is Config and CONFIG.debug is False
+    assert type(POINT) is Slotted
+def test_lazy_first():
+    assert REGISTRY.factor("kg") == 1000
+def test_lazy_second():
+    assert REGISTRY.factor("g") == 1
+""",
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator", "-v")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["*cfgpkg:CONFIG.__class__*"])
