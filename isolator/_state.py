@@ -28,6 +28,7 @@ import itertools
 import operator
 import re
 import sys
+import threading
 import types
 import warnings
 import weakref
@@ -491,6 +492,10 @@ class StateTable:
                 self._watch(site, data, set(data), SET, None)
             return
         cls = type(value)
+        if isinstance(value, threading.Thread):
+            # Its attributes are the threading machinery's, changing as the thread runs;
+            # a thread left running is checked (and reported) as such.
+            return
         if cls is not types.SimpleNamespace and not _is_project(
             getattr(cls, "__module__", None), prefixes
         ):

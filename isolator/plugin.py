@@ -553,6 +553,9 @@ def _wrap_protocol(
                 self.dirty_tests += 1
             if out.unrestorable:
                 self.unrestorable.setdefault(item.nodeid, []).extend(out.unrestorable)
+                # Saved at once: a run that never ends (a later test deadlocks on what
+                # this one left) still forks this test next time.
+                self._save_forks()
             # Only tests that left something behind get records: a record per clean test
             # would be thousands of long-lived objects for the cyclic GC to walk.
             if out.writes:

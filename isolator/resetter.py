@@ -221,6 +221,8 @@ class Resetter:
         self.threads: set[threading.Thread] = set()
         self.children: dict[int, str] = {}  # running child processes (pid -> command)
         self.thread_count = 0  # _thread._count() when self.threads was taken
+        # Threads the test being checked left running (ids): see check_and_reset.
+        self._held: set[int] = set()
         self._last_scope: tuple[object, str, Scope | None] = (None, "", None)
         self.reset_counts: Counter[str] = Counter()
         self.opaque_reported: set[str] = set()
@@ -531,6 +533,10 @@ class Resetter:
             if _tzset is not None:
                 _tzset()
                 _modules.absorb_writes()  # its rebinding is not the next test's write
+        # Threads the test left running: a global bound to one (a monitor started lazily)
+        # is left as the test left it, so that the code that stops it still finds it.
+        leaked = self._leaked_threads() if _thread._count() != self.thread_count else []
+        self._held = {id(th) for th in leaked}
         if force:
             for t in self.tables.values():
                 self._reset_table(t, out, force)
@@ -545,8 +551,8 @@ class Resetter:
             for t in dirty:
                 self._reset_table(t, out, force, defaults, hits[t] if hits else ALL_KINDS)
         files.defaults_written = False
-        if _thread._count() != self.thread_count:
-            self._check_threads(out)
+        if leaked or _thread._count() != self.thread_count:
+            self._check_threads(out, leaked)
         if files.spawned:
             files.spawned = False
             self._check_children(out)
@@ -582,6 +588,7 @@ class Resetter:
         left: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
         broken: set[int] = set()  # watches whose restore raised (reported already)
         memo_ok = self.learn_memo or self.keep
+        held = self._held
         for i in idx:
             if frozen and _root(t.sites[i]) in frozen:
                 left[0].append(i)
@@ -595,6 +602,17 @@ class Resetter:
                 keys = t.diff_keys(i)  # one comparison for the memo check and the reset
                 if keys:  # (none: the test only reordered the dict)
                     keys = self._keep_memo(t, i, keys)  # what is left to reset
+                    if not keys:
+                        continue
+            if held and t.kinds[i] in _MAPPING_KINDS:
+                # Names bound to a thread the test left running stay (and are reported);
+                # the rest of the watch is put back, then the whole joins the baseline.
+                found = keys if keys is not None else t.diff_keys(i)
+                live = t.lives[i]
+                stay = [k for k in found or () if id(live.get(k)) in held]
+                if stay:
+                    left[0].append(i)
+                    keys = [k for k in found or () if k not in stay]
                     if not keys:
                         continue
             try:
@@ -898,17 +916,20 @@ class Resetter:
                 )
         self.children = now  # each reported once
 
-    def _check_threads(self, out: Outcome) -> None:
-        now = set(threading.enumerate())
-        leaked = [th for th in now - self.threads if th.is_alive()]
+    def _leaked_threads(self) -> list[threading.Thread]:
+        """Threads started since the baseline and still running (given 50 ms to end)."""
+        leaked = [th for th in threading.enumerate() if th not in self.threads and th.is_alive()]
         for th in leaked:
             th.join(0.05)
-        leaked = [th for th in leaked if th.is_alive()]
+        return [th for th in leaked if th.is_alive()]
+
+    def _check_threads(self, out: Outcome, leaked: list[threading.Thread]) -> None:
         for th in leaked:
             out.unrestorable.append((f"<thread>:{th.name}", "thread still running after the test"))
         # Report each leaked thread once.
-        self.threads = {th for th in now if th.is_alive()}
+        self.threads = {th for th in threading.enumerate() if th.is_alive()}
         self.thread_count = _thread._count()
+        self._held = set()
 
     # ------------------------------------------------------------- fixture scopes
 

@@ -604,6 +604,59 @@ def test_stops():
     )
 
 
+def test_a_global_bound_to_a_thread_left_running_stays_and_the_fork_list_is_saved_at_once(
+    pytester: pytest.Pytester,
+) -> None:
+    # A monitor thread started lazily and kept in a global: put back to None, the global
+    # would orphan the thread, and the code that stops it would no longer find it (tqdm's
+    # monitor).  The global stays as the test left it, and the test is remembered for a
+    # fork before the run ends (a later test may never return).
+    pytester.makepyfile(
+        worker="""
+import threading
+_monitor = None
+class Monitor(threading.Thread):
+    def __init__(self):
+        super().__init__(daemon=True, name="monitor")
+        self.stop_ev = threading.Event()
+    def run(self):
+        self.stop_ev.wait()
+def ensure_monitor():
+    global _monitor
+    if _monitor is None:
+        _monitor = Monitor()
+        _monitor.start()
+    return _monitor
+def shutdown():
+    global _monitor
+    if _monitor is not None:
+        _monitor.stop_ev.set()
+        _monitor.join()
+        _monitor = None
+""",
+        test_monitor="""
+import json, pathlib, threading
+import worker
+def test_starts():
+    assert worker.ensure_monitor().is_alive()
+def test_fork_list_already_saved():
+    forks = json.loads(pathlib.Path(".isolator/fork.json").read_text())
+    assert "test_monitor.py::test_starts" in forks
+def test_shutdown_leaves_no_monitor():
+    worker.shutdown()
+    assert not [t for t in threading.enumerate() if t.name == "monitor"]
+""",
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*could not reset after test_monitor.py::test_starts: worker:_monitor: left as*",
+            "*could not reset after test_monitor.py::test_starts: <thread>:monitor*",
+        ]
+    )
+
+
 SERVER_CONFTEST = """
 import http.server, threading
 import pytest
