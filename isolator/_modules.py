@@ -700,10 +700,13 @@ class UnloadedFinder:
         # written it since.
         self.writes: Callable[[], int] | None = None
         self._unchanged_at: dict[str, int] = {}
+        self._verdicts: dict[int, bool] = {}  # see _stale
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         if self._finding:
             return None  # a finder we asked is importing something of its own
+        if self._verdicts:
+            self._verdicts = {}
         mod = self.cache.pop(name, None)
         if mod is None and not _importing():
             return None
@@ -751,9 +754,21 @@ class UnloadedFinder:
                 self._found[name] = (_where(path), spec.origin)
         return spec
 
-    def _stale(self, mod: types.ModuleType, seen: set[int] | None = None) -> bool:
+    def _stale(self, mod: types.ModuleType) -> bool:
         """Whether a new import would not give the module's first import: its file was
-        rewritten, or what that import read differs now (see _Inputs)."""
+        rewritten, or what that import read differs now (see _Inputs).  Verdicts hold
+        for one import statement (``_verdicts``, emptied by find_spec): a family of
+        modules brought back together is looked at once each."""
+        verdicts = self._verdicts
+        k = id(mod)
+        got = verdicts.get(k)
+        if got is not None:
+            return got
+        verdicts[k] = False  # (a cycle of imports: decided by the rest)
+        got = verdicts[k] = self._inputs_differ(mod)
+        return got
+
+    def _inputs_differ(self, mod: types.ModuleType) -> bool:
         fresh = self.fresh.get(mod)
         if fresh is None:
             return False
@@ -775,11 +790,8 @@ class UnloadedFinder:
             if now is not None or self.cache.get(name) is not obj:
                 return True  # another module there now, or none that comes back
             # Unloaded since: it comes back as itself unless it is stale too.
-            seen = seen if seen is not None else {id(mod)}
-            if id(obj) not in seen:
-                seen.add(id(obj))
-                if self._stale(obj, seen):  # type: ignore[arg-type]
-                    return True
+            if self._stale(obj):  # type: ignore[arg-type]
+                return True
         for (name, attr), obj in inputs.names.items():
             owner = mods.get(name)
             if owner is None:
