@@ -21,6 +21,7 @@ import itertools
 import operator
 import os
 import sys
+import threading
 import types
 import warnings
 import weakref
@@ -471,9 +472,18 @@ class _Inputs:
         self.platform = (sys.platform, os.name)
 
 
-# The inputs of the first imports running now, innermost last (an import statement is
-# noted in the innermost).
-_READING: list[_Inputs] = []
+# The inputs of the first imports running now in each thread, innermost last (an import
+# statement is noted in its thread's innermost); and how many run in all threads (the
+# noting import and environ class are in place while any does).
+_READING = threading.local()
+_ACTIVE = [0]
+_ACTIVE_LOCK = threading.RLock()  # (re-entered by an import in a signal handler)
+
+
+def _reading() -> list[_Inputs] | None:
+    return getattr(_READING, "stack", None)
+
+
 _real_import = __import__
 _environ: Any = os.environ
 _EnvironBase: Any = type(os.environ)
@@ -489,9 +499,10 @@ def _noting_import(
     """``builtins.__import__`` while a first import runs: notes what each import statement
     got (see _Inputs)."""
     mod = _real_import(name, globals, locals, fromlist, level)
-    if _READING:
+    stack = _reading()
+    if stack:
         try:
-            _note_import(_READING[-1], name, globals, fromlist, level)
+            _note_import(stack[-1], name, globals, fromlist, level)
         except Exception:  # noqa: S110  (an odd __package__: nothing noted)
             pass
     return mod
@@ -533,15 +544,17 @@ class _NotingEnviron(_EnvironBase):  # type: ignore[misc]
     """``os.environ``'s class while a first import runs: notes the variables read."""
 
     def __getitem__(self, key: Any) -> Any:
-        if _READING:
-            env = _READING[-1].env
+        stack = _reading()
+        if stack:
+            env = stack[-1].env
             if key not in env:
                 env[key] = _env_value(key)
         return _EnvironBase.__getitem__(self, key)
 
     def __iter__(self) -> Any:
-        if _READING and _READING[-1].every is None:
-            _READING[-1].every = dict(self._data)
+        stack = _reading()
+        if stack and stack[-1].every is None:
+            stack[-1].every = dict(self._data)
         return _EnvironBase.__iter__(self)
 
 
@@ -595,21 +608,27 @@ class _Capture:
         # their dicts and on the object's class, past the write barrier, and put back).
         inputs = _Inputs()
         builtins_dict = _builtins_dict()
-        outermost = not _READING
-        _READING.append(inputs)
-        if outermost:
-            builtins_dict["__import__"] = _noting_import
-            if type(_environ) is _EnvironBase:
-                _environ.__class__ = _NotingEnviron
+        stack = _reading()
+        if stack is None:
+            stack = _READING.stack = []
+        stack.append(inputs)
+        with _ACTIVE_LOCK:
+            _ACTIVE[0] += 1
+            if _ACTIVE[0] == 1:
+                builtins_dict["__import__"] = _noting_import
+                if type(_environ) is _EnvironBase:
+                    _environ.__class__ = _NotingEnviron
         try:
             loader.exec_module(module)
         finally:
-            _READING.pop()
-            if outermost:
-                if builtins_dict.get("__import__") is _noting_import:
-                    builtins_dict["__import__"] = _real_import
-                if type(_environ) is _NotingEnviron:
-                    _environ.__class__ = _EnvironBase
+            stack.pop()
+            with _ACTIVE_LOCK:
+                _ACTIVE[0] -= 1
+                if _ACTIVE[0] == 0:
+                    if builtins_dict.get("__import__") is _noting_import:
+                        builtins_dict["__import__"] = _real_import
+                    if type(_environ) is _NotingEnviron:
+                        _environ.__class__ = _EnvironBase
             if show is not None and wd.get("_showwarnmsg") is seen:
                 wd["_showwarnmsg"] = show
         # The names this import added, read from the end (listing every name would touch
