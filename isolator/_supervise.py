@@ -24,6 +24,12 @@ from isolator._status import describe_status
 from isolator._store import StoreError, read_json, write_json_atomic
 
 _MAX_RESTARTS = 50
+# The file in which the child asks to continue in a new process (a test left a thread or
+# process running), the environment variable telling each child how many processes ran
+# before it, and how many new processes such tests may ask for in one run.
+RESTART_FILE = "restart.json"
+PART_ENV = "ISOLATOR_PART"
+MAX_LEAK_RESTARTS = 20
 
 
 def _junit_target(args: list[str]) -> tuple[str | None, int, str]:
@@ -85,6 +91,7 @@ def _supervise(pytest_args: list[str], work: str) -> int:
             resume = os.path.join(work, f"resume{attempt}.json")
             write_json_atomic(resume, done)
             cmd.append(f"--isolator-resume={resume}")
+        env[PART_ENV] = str(attempt)
         proc = _start(cmd, env)
         try:
             status = proc.wait()
@@ -96,6 +103,14 @@ def _supervise(pytest_args: list[str], work: str) -> int:
                 proc.send_signal(signal.SIGKILL)
                 status = proc.wait()
             return 130 if status in (0, 2) else status
+        restart = _restart_request(sup)
+        if restart is not None:
+            # A test left a thread or process running: the rest go on in a new process
+            # (the child said why in its output).
+            collected, _ = _progress(sup)
+            done += collected[:restart]
+            codes.append(1 if _read_failed(sup) else 0)
+            continue
         finished = os.path.exists(os.path.join(sup, "finished"))
         if finished:
             codes.append(status)
@@ -239,6 +254,24 @@ def _progress(sup: str) -> tuple[list[str], int | None]:
         return collected, None
     (i,) = struct.unpack("<q", raw)
     return collected, i if 0 <= i < len(collected) else None
+
+
+def _restart_request(sup: str) -> int | None:
+    """The index of the first test left for a new process, if the child asked for one."""
+    try:
+        data = read_json(os.path.join(sup, RESTART_FILE))
+    except StoreError:
+        return None
+    nxt = data.get("next") if isinstance(data, dict) else None
+    return nxt if isinstance(nxt, int) and nxt > 0 else None
+
+
+def _read_failed(sup: str) -> bool:
+    try:
+        data = read_json(os.path.join(sup, RESTART_FILE))
+    except StoreError:
+        return True
+    return not isinstance(data, dict) or data.get("failed") != 0
 
 
 def _combine(codes: list[int]) -> int:

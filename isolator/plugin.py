@@ -370,6 +370,31 @@ class IsolatorPlugin:
             forks.close()  # -x: the rest of the chain will not run
         return True
 
+    def _restart_after(self, item: pytest.Item, unrestorable: list[tuple[str, str]]) -> None:
+        """Under ``isolator run``: a thread or process that the test left running stays in
+        this process (a lock it holds, a port it serves), so the remaining tests continue
+        in a new one, which the supervisor starts (as after a crash).  Next time the test
+        runs in a forked child instead (fork.json)."""
+        sup = self._supervised()
+        session = item.session
+        if not sup or session.shouldstop or session.shouldfail:
+            return
+        from isolator._supervise import MAX_LEAK_RESTARTS, PART_ENV, RESTART_FILE
+
+        if int(os.environ.get(PART_ENV, "0") or 0) >= MAX_LEAK_RESTARTS:
+            return  # enough new processes for one run: the rest share it (reported)
+        running = [s for s, _ in unrestorable if s.startswith(("<thread>:", "<process>:"))]
+        if not running:
+            return
+        _handoff(
+            os.path.join(sup, RESTART_FILE),
+            {"next": self._index, "failed": session.testsfailed},
+        )
+        session.shouldstop = (
+            f"isolator: {item.nodeid} left {', '.join(running)} running; the remaining "
+            "tests continue in a new process"
+        )
+
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         sup = self._supervised()
         if sup:
@@ -556,6 +581,8 @@ def _wrap_protocol(
                 # Saved at once: a run that never ends (a later test deadlocks on what
                 # this one left) still forks this test next time.
                 self._save_forks()
+                if nextitem is not None:
+                    self._restart_after(item, out.unrestorable)
             # Only tests that left something behind get records: a record per clean test
             # would be thousands of long-lived objects for the cyclic GC to walk.
             if out.writes:

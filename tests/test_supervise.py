@@ -153,3 +153,56 @@ def test_registers():
     run = _run(pytester.path, "isolator", "run")
     assert run.returncode == 0, run.stdout + run.stderr
     assert (pytester.path / "at-exit.txt").read_text() == "ran"
+
+
+HOLDER = """
+import threading
+LOCK = threading.Lock()
+STOP = threading.Event()
+
+def hold_in_background():
+    taken = threading.Event()
+    def run():
+        with LOCK:
+            taken.set()
+            STOP.wait()
+    threading.Thread(target=run, daemon=True, name="holder").start()
+    taken.wait()
+"""
+
+
+def test_the_tests_after_one_that_left_a_thread_running_continue_in_a_new_process(
+    pytester: pytest.Pytester,
+) -> None:
+    # The thread holds a lock the next test takes: in the same process that test would wait
+    # forever (as under plain pytest); alone, it passes.  The first run already gives the
+    # fresh-interpreter outcomes; the next one forks the leaking test instead.
+    pytester.makepyfile(
+        holder=HOLDER,
+        test_a="""
+import holder
+def test_leaves_a_thread():
+    holder.hold_in_background()
+    assert holder.LOCK.locked()
+def test_fails():
+    assert False
+""",
+        test_b="""
+import holder
+def test_takes_the_lock():
+    assert holder.LOCK.acquire(timeout=20)
+    holder.LOCK.release()
+""",
+    )
+    for run_no in (1, 2):
+        run = _run(pytester.path, "isolator", "run", "-v", "--junitxml=out/report.xml")
+        assert run.returncode == 1, run.stdout + run.stderr
+        assert "test_b.py::test_takes_the_lock PASSED" in run.stdout
+        suite = ET.parse(pytester.path / "out" / "report.xml").getroot().find("testsuite")
+        assert suite is not None
+        assert (suite.get("tests"), suite.get("failures")) == ("3", "1")
+        if run_no == 1:
+            assert "the remaining tests continue in a new process" in run.stdout
+        else:
+            assert "continue in a new process" not in run.stdout
+            assert "ran 1 test(s) in a forked child" in run.stdout
