@@ -94,6 +94,13 @@ class ClassWatch:
 
         self._callback = callback_type(modified)  # alive as long as the watcher
         self.wid = add(self._callback)
+        try:
+            self._watch(classes, watch)
+        except BaseException:
+            self.close()  # no watcher left behind with a callback about to be freed
+            raise
+
+    def _watch(self, classes: Iterable[type], watch: Callable[[int, type], int]) -> None:
         self.before = self._called_before(watch)
         for cls in classes:
             k = id(cls)
