@@ -22,6 +22,7 @@ import _thread
 import collections
 import contextvars
 import decimal
+import dis
 import functools
 import gc
 import itertools
@@ -562,13 +563,17 @@ class StateTable:
                 self._walk(f"{site}.__kwdefaults__[{k!r}]", d, modname, prefixes, depth + 1, budget)
         if fn.__closure__:
             names = fn.__code__.co_freevars
+            stored = _stored_free_names(fn.__code__)
             for cname, cell in zip(names, fn.__closure__):
                 try:
                     contents = cell.cell_contents
                 except ValueError:
                     contents = _EMPTY
                 csite = f"{site}.<closure>.{cname}"
-                if id(cell) not in self._seen:
+                # A cell is rebound only by code that stores it (``nonlocal``): one this
+                # function only reads is watched when a function that stores it is walked
+                # (generated test functions hold thousands of read-only cells).
+                if cname in stored and id(cell) not in self._seen:
                     self._seen.add(id(cell))
                     self.cells.append((csite, cell, contents))
                 if contents is not _EMPTY:
@@ -1234,6 +1239,20 @@ def _cache_size(fn: Any) -> int:
         return int(fn.cache_info().currsize)
     except Exception:
         return -1
+
+
+@functools.lru_cache(maxsize=4096)
+def _stored_free_names(code: types.CodeType) -> frozenset[str]:
+    """The free variables that ``code``, or code nested in it, stores or deletes."""
+    out: set[str] = set()
+    todo = [code]
+    while todo:
+        c = todo.pop()
+        for ins in dis.get_instructions(c):
+            if ins.opname in ("STORE_DEREF", "DELETE_DEREF"):
+                out.add(ins.argval)
+        todo += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+    return frozenset(out)
 
 
 def _cell_get(cell: Any) -> object:

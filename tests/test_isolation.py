@@ -1619,3 +1619,36 @@ def test_lazy_second():
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator", "-v")
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(["*cfgpkg:CONFIG.__class__*"])
+
+
+def test_a_closure_cell_is_watched_through_the_function_that_rebinds_it(
+    pytester: pytest.Pytester,
+) -> None:
+    # Cells only read by their function are not watched (generated test functions hold
+    # thousands); a cell some function rebinds (nonlocal) is, whichever function the
+    # baseline walk meets first.
+    pytester.makepyfile(
+        counter="""
+def _make():
+    n = 0
+    def get_count():
+        return n
+    def bump():
+        nonlocal n
+        n += 1
+        return n
+    return get_count, bump
+get_count, bump = _make()
+""",
+        test_counter="""
+from counter import bump, get_count
+def test_bumps():
+    assert bump() == 1
+def test_sees_zero():
+    assert get_count() == 0
+def test_bumps_from_zero():
+    assert bump() == 1
+""",
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=3)
