@@ -773,7 +773,7 @@ class UnloadedFinder:
                 self._found[name] = (_where(path), spec.origin)
         return spec
 
-    def _stale(self, mod: types.ModuleType) -> bool:
+    def _stale(self, mod: types.ModuleType, fresh: _Fresh | None = None) -> bool:
         """Whether a new import would not give the module's first import: its file was
         rewritten, or what that import read differs now (see _Inputs).  Verdicts hold
         for one import statement (``_verdicts``, emptied by find_spec): a family of
@@ -784,11 +784,12 @@ class UnloadedFinder:
         if got is not None:
             return got
         verdicts[k] = False  # (a cycle of imports: decided by the rest)
-        got = verdicts[k] = self._inputs_differ(mod)
+        got = verdicts[k] = self._inputs_differ(mod, fresh)
         return got
 
-    def _inputs_differ(self, mod: types.ModuleType) -> bool:
-        fresh = self.fresh.get(mod)
+    def _inputs_differ(self, mod: types.ModuleType, fresh: _Fresh | None) -> bool:
+        if fresh is None:
+            fresh = self.fresh.get(mod)
         if fresh is None:
             return False
         if self._rewritten(mod, fresh):
@@ -895,7 +896,7 @@ class UnloadedFinder:
             or found is None
             or found[1] != getattr(mod, "__file__", None)
             or found[0] != _where(path)
-            or self._stale(mod)
+            or self._stale(mod, fresh)
         ):
             return False
         sys.audit("import", name, None, sys.path, sys.meta_path, sys.path_hooks)

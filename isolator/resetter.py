@@ -535,8 +535,10 @@ class Resetter:
                 _modules.absorb_writes()  # its rebinding is not the next test's write
         # Threads the test left running: a global bound to one (a monitor started lazily)
         # is left as the test left it, so that the code that stops it still finds it.
-        leaked = self._leaked_threads() if _thread._count() != self.thread_count else []
-        self._held = {id(th) for th in leaked}
+        threads_moved = _thread._count() != self.thread_count
+        leaked = self._leaked_threads() if threads_moved else []
+        if leaked:
+            self._held = {id(th) for th in leaked}
         if force:
             for t in self.tables.values():
                 self._reset_table(t, out, force)
@@ -551,7 +553,7 @@ class Resetter:
             for t in dirty:
                 self._reset_table(t, out, force, defaults, hits[t] if hits else ALL_KINDS)
         files.defaults_written = False
-        if leaked or _thread._count() != self.thread_count:
+        if threads_moved:
             self._check_threads(out, leaked)
         if files.spawned:
             files.spawned = False
