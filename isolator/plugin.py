@@ -52,7 +52,7 @@ WRITES_KEY: pytest.StashKey[list[str]] = pytest.StashKey()
 UNRESTORABLE_KEY: pytest.StashKey[list[tuple[str, str]]] = pytest.StashKey()
 FORK_FILE = "fork.json"
 MEMO_FILE = "memo.json"
-MEMO_SCHEMA = "isolator.memo/1"
+MEMO_SCHEMA = "isolator.memo/2"  # 2: verdicts of the memo-helper rule
 
 
 def pytest_plugin_registered(plugin: object, manager: pytest.PytestPluginManager) -> None:

@@ -171,17 +171,36 @@ def _root(site: str) -> str:
     return site
 
 
-def _dirty_sibling(t: StateTable, i: int, idx: list[int], extras: tuple[list[int], ...]) -> bool:
+def _dirty_sibling(
+    t: StateTable,
+    i: int,
+    idx: list[int],
+    extras: tuple[list[int], ...],
+    names: dict[int, list[str]],
+    related: Callable[[str, list[str]], bool],
+) -> bool:
     """Whether the test also changed another part of the object that holds watch ``i``
     (an LRU cache's queue beside its dict, a hit counter beside a memo): entries added to
-    the dict are kept only when nothing beside them changed, since the rest is reset."""
+    the dict are kept only when nothing beside them changed, since the rest is reset.
+    ``names``: the sites of the names that changed in module namespaces of ``idx``
+    (bookkeeping names left out).  When the holder is a module, only what ``related``
+    says the memo's own writers also write counts: two globals of a module are as
+    independent as two modules' unless one function keeps both."""
     owner = _owner(t, t.sites[i])
-    sites = [t.sites[j] for j in idx if j != i]
+    sites: list[str] = []
+    for j in idx:
+        if j != i:
+            got = names.get(j)
+            if got is None:
+                sites.append(t.sites[j])
+            else:
+                sites += got
     caches, cells, defaults, opaque = extras
     sites += [t.caches[j][0] for j in caches] + [t.cells[j][0] for j in cells]
     sites += [t.defaults[j][0] for j in defaults] + [t.opaque[j].site for j in opaque]
     if owner.endswith(":"):
-        return any(s.startswith(owner) for s in sites)
+        beside = [s for s in sites if s.startswith(owner)]
+        return bool(beside) and related(t.sites[i], beside)
     return any(s == owner or s.startswith((owner + ".", owner + "[")) for s in sites)
 
 
@@ -250,6 +269,7 @@ class Resetter:
         self.memo_verdicts_new: dict[tuple[str, str, bool], bool] = {}
         self._static: dict[str, Any] = {}
         self._sources: dict[str, bytes] = {}
+        self._names_by_code: dict[str, dict[tuple[int, str], frozenset[str]] | None] = {}
         self._file_cache: Any = None  # isolator.analysis._tree.FileCache, made on first use
         self.store_root = rootdir  # where .isolator/ is
         # A module file -> whether it is project code (by where it is: the rootdir, not a
@@ -591,6 +611,15 @@ class Resetter:
         broken: set[int] = set()  # watches whose restore raised (reported already)
         memo_ok = self.learn_memo or self.keep
         held = self._held
+        # The names that changed in module namespaces, for the memo check below (found
+        # before any reset; the warnings registry a warning adds is no sibling of a memo).
+        names: dict[int, list[str]] = {}
+        if memo_ok and len(idx) > 1:
+            for j in idx:
+                if t.kinds[j] == MODULE:
+                    got = t.diff_keys(j)
+                    if got is not None:
+                        names[j] = t._key_sites(j, got)
         for i in idx:
             if frozen and _root(t.sites[i]) in frozen:
                 left[0].append(i)
@@ -599,7 +628,9 @@ class Resetter:
             if (
                 memo_ok
                 and (t.kinds[i] == DICT or t.kinds[i] == MODULE or t.kinds[i] == CLASS)
-                and not _dirty_sibling(t, i, idx, (caches, cells, defaults, opaque))
+                and not _dirty_sibling(
+                    t, i, idx, (caches, cells, defaults, opaque), names, self._kept_together
+                )
             ):
                 keys = t.diff_keys(i)  # one comparison for the memo check and the reset
                 if keys:  # (none: the test only reordered the dict)
@@ -735,7 +766,12 @@ class Resetter:
             if klass and (type(k) is not str or k in _SKIP_NAMES or k.startswith("__")):
                 return keys
             if k in snap and not module:
-                return keys  # removed or rebound: not only added
+                if klass or k not in live:
+                    return keys  # removed (an evicting cache), or a class attribute rebound
+                # A rebound entry is put back, and does not stop the entries added beside it
+                # from being learned (freezegun's module cache is keyed by __name__, which
+                # io and _io share: their entries flip on every use).
+                continue
             added.append((k, live[k]))
         if not added:
             return keys
@@ -789,7 +825,7 @@ class Resetter:
                 if klass
                 else f"{site}[{k!r}]"
             )
-        if len(keep) == len(added):
+        if len(keep) == len(keys):
             return []
         kept = {id(k) for k, _ in keep}
         return [k for k in keys if id(k) not in kept]
@@ -835,12 +871,89 @@ class Resetter:
                 # filled with classes does not write their attributes).
                 if not any(w == site or w.startswith(inside) for w in code.writes):
                     continue
-                if not any(sites_overlap(r, site) for r in code.reads):
+                if not any(sites_overlap(r, site) for r in code.reads) and not (
+                    not in_test and self._memo_helper(mod, state, code, site, test_module)
+                ):
                     return False
                 if in_test and code.qualname.rpartition(".")[2].startswith("test"):
                     return False
                 seen_writer = seen_writer or not in_test
         return seen_writer or not need_writer
+
+    def _kept_together(self, site: str, beside: list[str]) -> bool:
+        """Whether code of ``site``'s module that writes ``site`` also writes one of the
+        sites ``beside`` it (an order queue or a hit counter kept with a memo dict).  True
+        when the module's source cannot be analysed."""
+        from isolator.analysis import sites_overlap
+
+        state = self._static_state(sys.modules.get(site.partition(":")[0]))
+        if state is None:
+            return True
+        bodies = set(state.classes)
+        for code in state.code:
+            if code.qualname == "<module>" or code.qualname in bodies:
+                continue  # initialisation binds every global
+            writes = code.writes
+            if any(sites_overlap(w, site) for w in writes) and any(
+                sites_overlap(w, b) for w in writes for b in beside
+            ):
+                return True
+        return False
+
+    def _memo_helper(
+        self, mod: object, state: Any, writer: Any, site: str, test_module: object
+    ) -> bool:
+        """Whether a function of the dict's module that writes it without reading it is
+        the filling half of a memo: every function of that module that calls it reads the
+        site first (freezegun's ``_get_cached_module_attributes`` looks the entry up and
+        calls ``_setup_module_cache`` on a miss), there is one at least, and the running
+        test's module never names it.  Calls are found by name in the compiled code (a
+        global or attribute name), so a helper reached another way is not a caller seen
+        here: such a writer stays a setter unless its named callers all read first."""
+        from isolator.analysis import sites_overlap
+
+        short = writer.qualname.rpartition(".")[2]
+        if short.startswith("<") or (test_module is not mod and self._mentions(test_module, short)):
+            return False
+        names = self._code_names(mod)
+        if names is None:
+            return False
+        callers = 0
+        for code in state.code:
+            if code is writer or code.qualname == "<module>":
+                continue
+            if short not in names.get((code.firstlineno, code.qualname.rpartition(".")[2]), ()):
+                continue
+            if not any(sites_overlap(r, site) for r in code.reads):
+                return False
+            callers += 1
+        return callers > 0
+
+    def _code_names(self, mod: object) -> dict[tuple[int, str], frozenset[str]] | None:
+        """(first line, name) of every code object compiled from a module's source -> the
+        global and attribute names it uses (``co_names``); None without source."""
+        f = getattr(mod, "__file__", None)
+        if not isinstance(f, str):
+            return None
+        got = self._names_by_code.get(f, ())
+        if got != ():
+            return got  # type: ignore[return-value]
+        out: dict[tuple[int, str], frozenset[str]] | None = None
+        try:
+            with open(f, "rb") as fh:
+                top = compile(fh.read(), f, "exec", dont_inherit=True)
+        except (OSError, SyntaxError, ValueError):
+            pass
+        else:
+            out = {}
+            todo = [top]
+            while todo:
+                code = todo.pop()
+                key = (code.co_firstlineno, code.co_name)
+                out[key] = out.get(key, frozenset()) | frozenset(code.co_names)
+                todo += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+        self._names_by_code[f] = out
+        return out
 
     def _mentions(self, mod: object, name: str) -> bool:
         """Whether a module's source text contains ``name`` (True when it cannot be read)."""

@@ -1314,6 +1314,64 @@ def test_memo_entries_are_kept_only_when_nothing_beside_them_changed(
     assert "(learn_memo): test_memo:MEMO['x']\n" in result.stdout.str()
 
 
+def test_memo_filled_by_a_helper_beside_a_warning_and_a_flipping_entry_is_learned(
+    pytester: pytest.Pytester,
+) -> None:
+    # freezegun's module cache: the function that looks an entry up calls a helper that
+    # stores it (the helper alone writes without reading); the user warns, which adds a
+    # __warningregistry__ to the module's globals; a flag dict of the same module changes
+    # in the same tests; and two objects sharing a name flip one entry on every use (io
+    # and _io).  The entries added are still memo entries, and the flipped one is put
+    # back.  A writer whose only caller does not look the entry up stays a setter
+    # (``enable``): a test expecting the default after two tests enabled it passes.
+    pytester.makepyfile(
+        attrs="""
+import types, warnings
+_CACHE = {}
+FLAGS = {}
+def _fill(obj):
+    _CACHE[obj.name] = (id(obj), [obj.name.upper()])
+def cached(obj):
+    got = _CACHE.get(obj.name)
+    if got is None or got[0] != id(obj):
+        _fill(obj)
+    return _CACHE[obj.name][1]
+def scan(objs):
+    warnings.warn("scanning", UserWarning)
+    return [cached(o) for o in objs]
+IO = types.SimpleNamespace(name="io")
+_IO = types.SimpleNamespace(name="io")
+cached(IO)
+def _set(name):
+    FLAGS[name] = True
+def enable(name):
+    _set(name)
+""",
+        test_attrs="""
+import types
+import attrs
+A, B = types.SimpleNamespace(name="a"), types.SimpleNamespace(name="b")
+def test_1():
+    assert list(attrs._CACHE) == ["io"]
+def test_2():
+    assert attrs.scan([attrs._IO, A, B]) == [["IO"], ["A"], ["B"]]
+    attrs.enable("x")
+def test_3():
+    assert attrs.scan([attrs._IO, A, B]) == [["IO"], ["A"], ["B"]]
+    attrs.enable("x")
+def test_4():
+    assert attrs._CACHE["io"][0] == id(attrs.IO)
+    assert "x" not in attrs.FLAGS
+""",
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=4)
+    kept = [line for line in result.outlines if line.startswith("kept ")]
+    assert len(kept) == 1, result.outlines
+    assert "attrs:_CACHE['a']" in kept[0] and "attrs:_CACHE['b']" in kept[0]
+    assert "'io'" not in kept[0] and "FLAGS" not in kept[0]
+
+
 def test_memo_entries_verified_in_an_earlier_run_of_the_same_code_are_kept_at_once(
     pytester: pytest.Pytester,
 ) -> None:
