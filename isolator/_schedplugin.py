@@ -243,8 +243,14 @@ class SchedPlugin:
         from isolator import scheduler
 
         items = session.items
-        self.collected_ids = [i.nodeid for i in items]
-        by_id = {i.nodeid: i for i in items}
+        # Node ids are not always unique (a plugin's items named alike, docopt-ng's test
+        # cases): the order is planned over distinct ids, and the items sharing one travel
+        # together, in collection order (reversed by --order=reverse).
+        same_id: dict[NodeId, list[pytest.Item]] = {}
+        for i in items:
+            same_id.setdefault(i.nodeid, []).append(i)
+        self.collected_ids = list(same_id)
+        by_id = {t: group[0] for t, group in same_id.items()}
         user = [t for t in self.collected_ids if t not in self.extra_args]
         current = list(user)
         if self.graph is not None:
@@ -271,7 +277,14 @@ class SchedPlugin:
             first=self._first_tests(current),
         )
         rep = self.plan(requested, declared, exists=self._exists)
-        items[:] = [by_id[t] for t in rep.order]
+        ordered: list[pytest.Item] = []
+        for t in rep.order:
+            group = same_id.get(t)
+            if group is None or len(group) == 1:
+                ordered.append(by_id[t])
+            else:
+                ordered += reversed(group) if self.order == "reverse" else group
+        items[:] = ordered
         self.collected_ids = list(rep.order)
         self._apply_keep_state(rep.keep_state_after)
         if self.workerinput is not None:

@@ -616,12 +616,15 @@ class DependencyScheduling:
         self.collection = list(next(iter(self.node2collection.values())))
         if not self.collection:
             return
-        units = self.plugin.controller_units(self.collection, self.scope)
+        # Items sharing a node id (see _schedplugin) go together, in collection order.
+        index: dict[str, list[int]] = {}
+        for i, nodeid in enumerate(self.collection):
+            index.setdefault(nodeid, []).append(i)
+        units = self.plugin.controller_units(list(index), self.scope)
         if self.lpt:
             # Longest units first: the single tests at the end fill the gaps.
             units.sort(key=lambda u: -len(u))
-        index = {nodeid: i for i, nodeid in enumerate(self.collection)}
-        self.queue = deque([index[t] for t in unit] for unit in units)
+        self.queue = deque([i for t in unit for i in index[t]] for unit in units)
         self.queued_tests = len(self.collection)
 
         extra = len(self.nodes) - len(self.queue)

@@ -267,6 +267,7 @@ def _toposort(
     down (failed-first keeps failed tests first).  On a cycle it emits the smallest
     remaining node anyway and returns the edges it broke.
     """
+    nodes = list(dict.fromkeys(nodes))  # each node once
     indeg = dict.fromkeys(nodes, 0)
     preds: dict[NodeId, list[NodeId]] = {n: [] for n in nodes}
     for a in nodes:
@@ -356,6 +357,7 @@ def repair(requested: Sequence[NodeId], constraints: Constraints) -> Repair:
     State-setter blocks are placed where their earliest member was requested; blocks and
     single tests then follow the requested order except where an edge forces otherwise.
     """
+    requested = list(dict.fromkeys(requested))  # each test once
     present = set(requested)
     prio = {t: i for i, t in enumerate(requested)}
     edges = [e for e in constraints.edges if e.before in present and e.after in present]

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 
@@ -470,3 +471,60 @@ def test_a_corrupt_graph_is_still_reported_without_an_order(pytester: pytest.Pyt
     result = pytester.runpytest_subprocess("-p", "no:randomly")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*isolator: warning:*running without the dependency graph*"])
+
+
+# -- items sharing a node id ------------------------------------------------------------------
+
+SAME_ID_CONFTEST = """
+import pytest
+
+
+def pytest_collect_file(file_path, parent):
+    if file_path.suffix == ".cases":
+        return Cases.from_parent(parent, path=file_path)
+
+
+class Cases(pytest.File):
+    def collect(self):
+        for word in self.path.read_text().split():
+            yield Case.from_parent(self, name="case", word=word)  # every item named alike
+
+
+class Case(pytest.Item):
+    def __init__(self, *, word, **kw):
+        super().__init__(**kw)
+        self.word = word
+
+    def runtest(self):
+        self.user_properties.append(("word", self.word))  # (files written are put back)
+        assert self.word != "bad"
+"""
+
+
+def test_items_sharing_a_node_id_all_run_in_every_order(pytester: pytest.Pytester) -> None:
+    # docopt-ng's test cases share node ids: reordering by id ran one item of each id
+    # (the failure hidden), failed-first raised INTERNALERROR, and xdist with a graph too.
+    pytester.makeconftest(SAME_ID_CONFTEST)
+    (pytester.path / "test_x.cases").write_text("one bad three\n")
+    (pytester.path / "test_y.py").write_text("def test_y():\n    pass\n")
+    xml = pytester.path / "out.xml"
+
+    def run(*args: str) -> list[str]:
+        result = pytester.runpytest_subprocess(
+            "-p", "no:randomly", "-p", "isolator", f"--junitxml={xml}", *args
+        )
+        result.assert_outcomes(passed=3, failed=1)
+        assert "INTERNALERROR" not in result.stdout.str()
+        props = ElementTree.parse(xml).iter("property")
+        return [p.get("value", "") for p in props if p.get("name") == "word"]
+
+    assert run() == ["one", "bad", "three"]
+    assert run("--order=reverse") == ["three", "bad", "one"]
+    assert sorted(run("--order=random", "--seed=3")) == ["bad", "one", "three"]
+    assert run("--order=failed-first") == ["one", "bad", "three"]  # the failed id first
+    deps = subprocess.run(
+        [sys.executable, "-m", "isolator", "deps", "-p", "no:randomly"],
+        cwd=pytester.path, env=_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert deps.returncode == 0, deps.stdout + deps.stderr
+    assert sorted(run("-n", "2")) == ["bad", "one", "three"]  # the graph's xdist scheduler
