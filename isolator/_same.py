@@ -82,6 +82,32 @@ class _NotSame(Exception):
     pass
 
 
+def _twin_classes(x: Any, y: Any) -> bool:
+    """Whether ``x`` and ``y`` may be one class made twice: a ``type(name, bases,
+    namespace)`` call run once per computation (cerberus builds its schema validator
+    class on first use).  Both classes of one metaclass, defined in Python, with one
+    name; the rest is paired as any object's (bases, namespace).  Not a class statement
+    inside a function (``<locals>`` in its name): a test that defines a class registers
+    it (marshmallow's class registry), and that entry is the test's own, not a memo."""
+    return (
+        isinstance(x, type)
+        and isinstance(y, type)
+        and bool(x.__flags__ & y.__flags__ & _HEAPTYPE)
+        and x.__qualname__ == y.__qualname__
+        and "<locals>" not in x.__qualname__
+        and x.__module__ == y.__module__
+        and len(x.__bases__) == len(y.__bases__)
+    )
+
+
+# A class's own descriptors for its instances' __dict__ and weak references: one per class.
+_PER_CLASS: Final = frozenset({"__dict__", "__weakref__"})
+
+
+def _class_namespace(cls: type) -> dict[str, Any]:
+    return {k: v for k, v in vars(cls).items() if k not in _PER_CLASS}
+
+
 def same_value(a: object, b: object, budget: int = _BUDGET) -> bool:
     """Whether ``a`` and ``b`` are isomorphic object graphs (see the module docstring)."""
     if a is b:
@@ -160,7 +186,7 @@ class _Matcher:
                     ab[ix] = x
                     ba[iy] = y
                     continue
-                if t is not type(y) or k == _IDENT:
+                if t is not type(y) or (k == _IDENT and not _twin_classes(x, y)):
                     raise _NotSame  # distinct code objects, types or modules
                 budget -= 1
                 if budget < 0:
@@ -259,6 +285,9 @@ class _Matcher:
 
     def expand(self, x: Any, y: Any, k: int) -> list[tuple[Any, Any]]:
         """What ``x`` and ``y`` of the less common kinds refer to, paired up."""
+        if k == _IDENT:
+            # Twin classes (see _twin_classes): their bases and namespaces pair.
+            return [(x.__bases__, y.__bases__), (_class_namespace(x), _class_namespace(y))]
         if k == _LEAF:
             # A leaf with state of its own in C (decimals, dates, patterns, partials):
             # only its own equality can tell.
@@ -498,6 +527,8 @@ class _Matcher:
             return hash((t, node))
         i = _addr(node)
         if k == _IDENT:
+            if isinstance(node, type) and node.__flags__ & _HEAPTYPE:
+                return hash((t, node.__module__, node.__qualname__))  # twins sign alike
             return hash((t, i))
         # Already paired: both sides' mapped nodes must sign alike.
         if i in self.ab:

@@ -52,7 +52,7 @@ WRITES_KEY: pytest.StashKey[list[str]] = pytest.StashKey()
 UNRESTORABLE_KEY: pytest.StashKey[list[tuple[str, str]]] = pytest.StashKey()
 FORK_FILE = "fork.json"
 MEMO_FILE = "memo.json"
-MEMO_SCHEMA = "isolator.memo/2"  # 2: verdicts of the memo-helper rule
+MEMO_SCHEMA = "isolator.memo/3"  # 3: verdicts with the memo-helper and effects rules
 
 
 def pytest_plugin_registered(plugin: object, manager: pytest.PytestPluginManager) -> None:

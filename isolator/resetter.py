@@ -57,6 +57,17 @@ from isolator._state import (
 _ISOLATOR_DIR = os.path.dirname(os.path.abspath(__file__))
 # A dict entry recomputed different this many times is not taken for a memo entry.
 _MEMO_MISSES = 3
+# Names that code with effects beside a memo entry uses: warnings, logging, output,
+# registrations (see Resetter._effects).
+_EFFECT_NAMES: Final = frozenset(
+    {
+        "warn", "warn_explicit", "showwarning", "print", "log", "debug", "info", "warning",
+        "error", "exception", "critical", "addHandler", "register", "write", "writelines",
+    }
+)  # fmt: skip
+# Values that say only "done" or count (a "seen" registry, a call counter): not the
+# result of a computation worth keeping, and keeping one changes what later tests see.
+_FLAG_TYPES: Final = (bool, int, type(None))
 _LIB_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
 
 
@@ -756,6 +767,8 @@ class Resetter:
         klass = t.kinds[i] == CLASS
         added: list[tuple[Any, Any]] = []
         for k in keys:
+            if k == "__warningregistry__":
+                continue  # what a warning adds to a module: put back, no verdict on the rest
             if module and (
                 type(k) is not str
                 or k in _SKIP_NAMES
@@ -772,6 +785,8 @@ class Resetter:
                 # from being learned (freezegun's module cache is keyed by __name__, which
                 # io and _io share: their entries flip on every use).
                 continue
+            if type(live.get(k)) in _FLAG_TYPES:
+                continue  # a flag or a count: a registry, not a memo (put back)
             added.append((k, live[k]))
         if not added:
             return keys
@@ -877,8 +892,21 @@ class Resetter:
                     return False
                 if in_test and code.qualname.rpartition(".")[2].startswith("test"):
                     return False
+                if self._effects(mod, code):
+                    return False
                 seen_writer = seen_writer or not in_test
         return seen_writer or not need_writer
+
+    def _effects(self, mod: object, code: Any) -> bool:
+        """Whether a function that writes a memo candidate also warns, logs, prints or
+        registers something (a "warn once" registry: an entry kept would silence the
+        warning a later test expects).  By the names its compiled code uses; True when
+        the source cannot be compiled."""
+        names = self._code_names(mod)
+        if names is None:
+            return True
+        used = names.get((code.firstlineno, code.qualname.rpartition(".")[2]))
+        return used is None or not _EFFECT_NAMES.isdisjoint(used)
 
     def _kept_together(self, site: str, beside: list[str]) -> bool:
         """Whether code of ``site``'s module that writes ``site`` also writes one of the
@@ -924,7 +952,7 @@ class Resetter:
                 continue
             if short not in names.get((code.firstlineno, code.qualname.rpartition(".")[2]), ()):
                 continue
-            if not any(sites_overlap(r, site) for r in code.reads):
+            if not any(sites_overlap(r, site) for r in code.reads) or self._effects(mod, code):
                 return False
             callers += 1
         return callers > 0

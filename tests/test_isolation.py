@@ -1105,11 +1105,12 @@ def test_memo_learning_ignores_dicts_that_tests_or_setters_write(
 ) -> None:
     # Two tests adding the same entry is no proof of a cache: not when the tests write the
     # dict themselves, nor when they call a function that stores without looking up.
+    # (The values are not flags: an entry that is True or a count is never learned.)
     pytester.makepyfile(
         pkg="""
 FLAGS = {}
 def enable(name):
-    FLAGS[name] = True
+    FLAGS[name] = "on"
 _squares = {}
 def square(n):
     if n not in _squares:
@@ -1119,9 +1120,9 @@ def square(n):
         test_flags="""
 import pkg
 def test_1():
-    pkg.FLAGS["x"] = True
+    pkg.FLAGS["x"] = "on"
 def test_2():
-    pkg.FLAGS["x"] = True
+    pkg.FLAGS["x"] = "on"
 def test_3():
     assert "x" not in pkg.FLAGS
 """,
@@ -1370,6 +1371,57 @@ def test_4():
     assert len(kept) == 1, result.outlines
     assert "attrs:_CACHE['a']" in kept[0] and "attrs:_CACHE['b']" in kept[0]
     assert "'io'" not in kept[0] and "FLAGS" not in kept[0]
+
+
+def test_registries_with_effects_or_flags_are_not_memos_and_factory_classes_are(
+    pytester: pytest.Pytester,
+) -> None:
+    # A "warn once" registry looks up its key before storing it, as a memo does, and
+    # every test stores the same entry; kept, it would silence the warning a later test
+    # expects (each test passes alone).  Neither an entry that only says "done" or
+    # counts, nor one stored by a function that warns, is learned.  A class a factory
+    # builds on first use (cerberus' schema validator) is: built twice, it is the same.
+    pytester.makepyfile(
+        once="""
+import warnings
+_warned = {}
+_noted = {}
+_calls = {}
+def warn_once(key):
+    if key not in _warned:
+        warnings.warn(f"deprecated: {key}", DeprecationWarning)
+        _warned[key] = True
+def note_once(key):
+    if key not in _noted:
+        warnings.warn(f"note: {key}", UserWarning)
+        _noted[key] = "noted " + key
+def call(key):
+    _calls[key] = _calls.get(key, 0) + 1
+    return _calls[key]
+class Base:
+    rules = {"a": 1}
+def validator_class():
+    if "Validator" not in globals():
+        global Validator
+        Validator = type("Validator", (Base,), {"rules": dict(Base.rules, b=2)})
+    return Validator
+""",
+        test_once="""
+import pytest, once
+@pytest.mark.parametrize("n", range(3))
+def test_warns(n):
+    with pytest.warns(DeprecationWarning):
+        once.warn_once("x")
+    with pytest.warns(UserWarning):
+        once.note_once("y")
+    assert once.call("z") == 1
+    assert once.validator_class().rules == {"a": 1, "b": 2}
+""",
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=3)
+    kept = [line for line in result.outlines if line.startswith("kept ")]
+    assert len(kept) == 1 and kept[0].endswith("(learn_memo): once:Validator"), result.outlines
 
 
 def test_memo_entries_verified_in_an_earlier_run_of_the_same_code_are_kept_at_once(

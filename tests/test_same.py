@@ -172,6 +172,31 @@ def test_each_proxy_pairs_as_what_isinstance_makes_of_it() -> None:
     assert not same_value((Proxy(Leaf(1)), Proxy(5)), (Proxy(Leaf(1)), Proxy(5)))
 
 
+def test_a_class_built_twice_by_one_factory_is_the_same() -> None:
+    class Base:
+        pass
+
+    def factory(extra: int, name: str = "Made") -> type:
+        return type(name, (Base,), {"rules": {"a": [1, extra]}, "doc": "made"})
+
+    assert same_value(factory(2), factory(2))
+    assert same_value([factory(2), Base], [factory(2), Base])
+    assert not same_value(factory(2), factory(3))  # another namespace
+    assert not same_value(factory(2), factory(2, name="Other"))  # another name
+    assert not same_value(factory(2), Base)
+    other = type("Made", (object,), {"rules": {"a": [1, 2]}, "doc": "made"})
+    assert not same_value(factory(2), other)  # other bases
+    assert not same_value(int, float)  # built-in types: identity only
+
+    def defined() -> type:
+        class Schema(Base):  # a class statement in a function: the test's own class
+            fields = ["a"]
+
+        return Schema
+
+    assert not same_value(defined(), defined())
+
+
 def test_the_collector_is_left_as_it_was() -> None:
     assert gc.isenabled()
     assert same_value(machine(5), machine(5))

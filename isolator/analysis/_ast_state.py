@@ -179,6 +179,17 @@ def _first_line(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> 
     return node.lineno
 
 
+def _is_globals_call(node: ast.expr) -> bool:
+    """``globals()``."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "globals"
+        and not node.args
+        and not node.keywords
+    )
+
+
 def _terminal_name(node: ast.expr) -> str | None:
     if isinstance(node, ast.Call):
         node = node.func
@@ -927,10 +938,24 @@ class _Recorder(_Visitor):
             self._store(node)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
+        if (
+            isinstance(node.ctx, ast.Load)
+            and _is_globals_call(node.value)
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, str)
+        ):
+            self._globals_read(node.slice.value, node.lineno)
+            return
         if isinstance(node.ctx, ast.Load):
             self._load(node)
         else:
             self._store(node)
+
+    def _globals_read(self, name: str, line: int) -> None:
+        """``"X" in globals()``, ``globals().get("X")``, ``globals()["X"]``: a read of the
+        global ``X`` (a lazily built global: ``if "X" not in globals(): global X; ...``)."""
+        for r in self._global_refs(name):
+            self._read(r, line)
 
     def visit_Compare(self, node: ast.Compare) -> None:
         # ``'k' in SETTINGS`` reads one key.
@@ -939,6 +964,10 @@ class _Recorder(_Visitor):
             and isinstance(node.ops[0], (ast.In, ast.NotIn))
             and (key := _const_key(node.left)) is not None
         ):
+            if _is_globals_call(node.comparators[0]):
+                if isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
+                    self._globals_read(node.left.value, node.lineno)
+                return
             refs, rest = self._chain(node.comparators[0])
             if refs:
                 for r in refs:
@@ -950,6 +979,17 @@ class _Recorder(_Visitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == "get"
+            and _is_globals_call(func.value)
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            self._globals_read(node.args[0].value, node.lineno)
+            self._visit_args(node)
+            return
         if isinstance(func, ast.Attribute):
             refs, rest = self._chain(func.value)
             if refs:

@@ -164,6 +164,34 @@ def test_rebound_global_even_when_immutable() -> None:
     assert "m:COUNT" in state.rebinds
 
 
+def test_lookups_in_globals_are_reads_of_the_global() -> None:
+    # A global built on first use: ``if "V" not in globals(): global V; V = build()``.
+    state = analyze(
+        """
+        _conn = None
+
+        def validator():
+            if "V" not in globals():
+                global V
+                V = object()
+
+        def conn():
+            global _conn
+            if globals().get("_conn") is None:
+                _conn = object()
+
+        def conn2():
+            global _conn
+            if globals()["_conn"] is None:
+                _conn = object()
+        """
+    )
+    assert code(state, "validator").reads == {"m:V"}
+    assert dict(code(state, "validator").writes) == {"m:V": 7}
+    assert code(state, "conn").reads == {"m:_conn"}
+    assert code(state, "conn2").reads == {"m:_conn"}
+
+
 def test_class_attributes() -> None:
     state = analyze(
         """
