@@ -19,6 +19,7 @@ modules hold (``from m import SETTINGS``) stay coherent.
 from __future__ import annotations
 
 import _thread
+import ast
 import collections
 import contextvars
 import decimal
@@ -203,13 +204,66 @@ class Unrestorable:
     It is checked through a cheap fingerprint; a change is reported, never silently shared.
     """
 
-    __slots__ = ("site", "obj", "fingerprint", "kind")
+    __slots__ = ("site", "obj", "fingerprint", "kind", "rebuild")
 
     def __init__(self, site: str, obj: object, fingerprint: Callable[[object], object], kind: str):
         self.site = site
         self.obj = obj
         self.fingerprint = fingerprint
         self.kind = kind
+        # A new object in the state ``obj`` was in at the baseline (see _rebuilder), or None.
+        self.rebuild: Callable[[], object] | None = _rebuilder(obj)
+
+
+def _rebuilder(obj: object) -> Callable[[], object] | None:
+    """For an ``itertools.count`` (an id or sequence counter: boltons numbers the functions
+    it compiles), a function making a new counter where this one is now; None for others.
+    A counter cannot be set back in place; the name holding it is bound to the new one."""
+    if type(obj) is not itertools.count:
+        return None
+    text = repr(obj)  # count(5) or count(5, 2): its position and step
+    if not (text.startswith("count(") and text.endswith(")")):
+        return None
+    try:
+        args = ast.literal_eval(f"({text[6:-1]},)")
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not all(type(a) in (int, float) for a in args):
+        return None
+    return lambda: itertools.count(*args)
+
+
+def rebind_site(site: str, old: object, new: object) -> tuple[Any, Any] | None:
+    """Bind what holds ``old`` at ``site`` (``mod:name``, ``.attr`` and ``[key]`` steps, as
+    the walk names them) to ``new``; returns the holder (a module, class, instance or
+    dict) and the name or key, or None when the site does not lead to ``old`` (nothing is
+    changed then)."""
+    modname, _, rest = site.partition(":")
+    holder: Any = sys.modules.get(modname)
+    steps = re.findall(r"\.?([A-Za-z_]\w*)|\[([^\]]*)\]", rest)
+    if holder is None or not steps:
+        return None
+    try:
+        path: list[tuple[bool, Any]] = []
+        for name, key in steps:
+            if name:
+                path.append((True, name))
+            else:
+                path.append((False, ast.literal_eval(key)))
+        for is_attr, step in path[:-1]:
+            holder = getattr(holder, step) if is_attr else holder[step]
+        is_attr, last = path[-1]
+        if is_attr:
+            if holder.__dict__.get(last) is not old:
+                return None
+            setattr(holder, last, new)
+        else:
+            if not isinstance(holder, dict) or holder.get(last) is not old:
+                return None
+            holder[last] = new
+    except Exception:
+        return None
+    return holder, last
 
 
 def _opaque_fingerprint(obj: object) -> Callable[[object], object] | None:
@@ -646,7 +700,15 @@ class StateTable:
                 self.snaps[i] = array(live.typecode, live)
             elif kind == _SLOTS or kind == _VIEW:
                 self.snaps[i] = live.values()
-        caches, cells, defaults, _ = extras
+        caches, cells, defaults, opaque = extras
+        for j in opaque:
+            # What a fixture did to an object seen through a fingerprint is its baseline.
+            u = self.opaque[j]
+            try:
+                self.opaque_fps[j] = u.fingerprint(u.obj)
+            except Exception:
+                pass
+            u.rebuild = _rebuilder(u.obj)
         for j in caches:
             site, fn, _ = self.caches[j]
             self.caches[j] = (site, fn, _cache_size(fn))
@@ -848,6 +910,31 @@ class StateTable:
                     except Exception:
                         opaque.append(i)
         return caches, cells, defaults, opaque
+
+    def rebuild_opaque(self, i: int) -> bool:
+        """Put rebuildable object ``i`` (see Unrestorable.rebuild) back: a new one in its
+        baseline state bound where it was, and the snapshot of what holds it updated, so
+        that the rebinding is not taken for a change.  False: cannot (nothing changed)."""
+        u = self.opaque[i]
+        if u.rebuild is None:
+            return False
+        try:
+            new = u.rebuild()
+        except Exception:
+            return False
+        where = rebind_site(u.site, u.obj, new)
+        if where is None:
+            return False
+        holder, name = where
+        target = holder if isinstance(holder, dict) else getattr(holder, "__dict__", None)
+        for j, live in enumerate(self.lives):
+            if live is target or (self.kinds[j] == CLASS and self.owners[j] is holder):
+                snap = self.snaps[j]
+                if isinstance(snap, dict) and snap.get(name, _EMPTY) is u.obj:
+                    snap[name] = new
+        u.obj = new
+        u.rebuild = _rebuilder(new)
+        return True
 
     def changed_sites(self, i: int) -> list[str]:
         """The fine-grained sites that changed in watch ``i`` (called only when dirty)."""

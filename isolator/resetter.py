@@ -617,6 +617,14 @@ class Resetter:
         # is left whole as the test left it: restoring the rest of it around that state
         # would make a mix no process ever had.  What is left joins the baseline and is
         # reported; the test runs in a forked child from the next run on.
+        if opaque and not force:
+            # Counters are made anew in their baseline state, where they were.
+            rebuilt = [i for i in opaque if t.opaque[i].rebuild is not None and t.rebuild_opaque(i)]
+            if rebuilt:
+                for i in rebuilt:
+                    out.writes.append(t.opaque[i].site)
+                    out.reset.append(t.opaque[i].site)
+                opaque = [i for i in opaque if i not in rebuilt]
         frozen = {_root(t.opaque[i].site) for i in opaque} if opaque and not force else set()
         left: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
         broken: set[int] = set()  # watches whose restore raised (reported already)

@@ -373,7 +373,7 @@ def test_state_that_cannot_be_copied_is_reported_and_forked_next_time(
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makepyfile(
-        pkg="import itertools\nIDS = itertools.count()\n",
+        pkg="IDS = (n for n in range(100))\n",
         test_ids="""
 import pkg
 def test_takes_an_id():
@@ -386,7 +386,8 @@ def test_other():
     first.assert_outcomes(passed=2)
     first.stdout.fnmatch_lines(
         [
-            "*could not reset after test_ids.py::test_takes_an_id: pkg:IDS: count object changed*",
+            "*could not reset after test_ids.py::test_takes_an_id: pkg:IDS: generator object "
+            "changed*",
             "*1 test(s) will run in a forked child from the next run on*",
         ]
     )
@@ -396,6 +397,39 @@ def test_other():
     second.assert_outcomes(passed=2)
     second.stdout.fnmatch_lines(["*ran 1 test(s) in a forked child: could not reset: pkg:IDS*"])
     assert "could not reset after" not in second.stdout.str()
+
+
+def test_counters_are_made_anew_where_they_were(pytester: pytest.Pytester) -> None:
+    # itertools.count cannot be copied nor set back; a new counter at the baseline position
+    # is bound where the old one was (boltons numbers the functions it compiles with a
+    # class attribute counter), so no test runs in a fork for it.
+    pytester.makepyfile(
+        pkg="""
+import itertools
+class Builder:
+    _count = itertools.count()
+    def build(self):
+        return next(self._count)
+IDS = itertools.count(10, 5)
+TABLE = {"c": itertools.count(3)}
+def new_id():
+    return next(IDS)
+""",
+        test_ids="""
+import pytest, pkg
+@pytest.mark.parametrize("n", range(3))
+def test_ids(n):
+    assert pkg.Builder().build() == 0 and pkg.Builder().build() == 1
+    assert pkg.new_id() == 10 and pkg.new_id() == 15
+    assert next(pkg.TABLE["c"]) == 3
+""",
+    )
+    for _ in range(2):
+        result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+        result.assert_outcomes(passed=3)
+        assert "could not reset" not in result.stdout.str()
+        assert "forked child" not in result.stdout.str()
+        assert "pkg:Builder._count" in result.stdout.str()  # among the sites reset most
 
 
 def test_interpreter_state_that_cannot_be_put_back_is_reported_and_forked_next_time(
@@ -568,7 +602,7 @@ def test_under_xdist_the_summary_covers_every_worker_and_no_worker_loses_its_for
     # Each worker saves what it could not reset; saved side by side, the last one to
     # finish used to replace the others' entries.
     pytester.makepyfile(
-        pk="import itertools\n" + "".join(f"{c} = itertools.count()\n" for c in "ABCDEF"),
+        pk="".join(f"{c} = (n for n in range(9))\n" for c in "ABCDEF"),
         test_x="import time, pk\n"
         + "".join(
             f"def test_{c.lower()}():\n    next(pk.{c}); time.sleep(0.1)\n" for c in "ABCDEF"
