@@ -93,14 +93,14 @@ class Frame:
     """
 
     __slots__ = (
-        "key", "tables", "extras", "probes", "modules_added", "undo", "files", "threads",
+        "key", "tables", "extras", "probes", "modules", "undo", "files", "threads",
         "children",
     )  # fmt: skip
 
     def __init__(
         self,
         key: int,
-        modules_added: list[str],
+        modules: dict[str, tuple[object, object]],
         undo: list[tuple[Any, str, object]],
         files: list[tuple[str, str, str]],
     ) -> None:
@@ -108,7 +108,7 @@ class Frame:
         self.tables: list[tuple[StateTable, int, int, Any]] = []
         self.extras: list[tuple[StateTable, str, int, Any]] = []
         self.probes: list[tuple[int, Any]] = []
-        self.modules_added = modules_added
+        self.modules = modules  # sys.modules names the fixture set: name -> (old, new)
         self.undo = undo
         self.files = files
         # Threads and child processes the fixture started (a server): baseline while it lives.
@@ -1107,21 +1107,26 @@ class Resetter:
         if self.files.spawned:
             now = live_children() or {}
             children = {pid: name for pid, name in now.items() if pid not in self.children}
+        # Names the fixture imported, replaced (a fake module, mock.patch.dict) or removed.
+        added, replaced, deleted = self.modules.diff()
         changed = (
             bool(probes_changed)
             or bool(threads)
             or bool(children)
             or bool(dirty)
-            or len(sys.modules) != self.modules.n
+            or bool(added or replaced or deleted)
             or len(_modules.LOG.entries) > undo_mark
             or len(self.files.order) > files_mark
         )
         if not changed:
             return False
         log = _modules.LOG
+        before, mods = self.modules.snap, sys.modules
         frame = Frame(
             key=key,
-            modules_added=[n for n in sys.modules if n not in self.modules.snap],
+            modules={
+                n: (before.get(n, _EMPTY), mods.get(n, _EMPTY)) for n in added + replaced + deleted
+            },
             undo=log.entries[undo_mark:],
             files=self.files.take_since(files_mark),
         )
@@ -1263,9 +1268,15 @@ class Resetter:
                         cur[k] = was
             else:
                 self.probe_snaps[i] = old
-        for name in frame.modules_added:
-            self.modules.snap.pop(name, None)
-        self.modules.n = len(self.modules.snap)
+        snap = self.modules.snap
+        for name, (old, new) in frame.modules.items():
+            if snap.get(name, _EMPTY) is not new:
+                continue  # a later fixture set it again: leave its value
+            if old is _EMPTY:
+                snap.pop(name, None)
+            else:
+                snap[name] = old
+        self.modules.n = len(snap)
         log = _modules.LOG
         # Older originals first in the log, so that undoing in reverse ends on them.
         log.entries[:0] = frame.undo

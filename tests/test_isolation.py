@@ -515,6 +515,49 @@ def test_unrelated():
         shutil.rmtree(pytester.path / ".isolator")
 
 
+def test_modules_a_higher_scoped_fixture_replaces_stay_while_it_lives(
+    pytester: pytest.Pytester,
+) -> None:
+    # A fixture that stubs a module (a replacement only: the same number of entries) was
+    # not seen changing sys.modules: the real module came back after its first test; and
+    # with a new entry beside it, the stub outlived the fixture's teardown.
+    pytester.makepyfile(
+        test_a="""
+import sys, types, pytest
+from unittest import mock
+@pytest.fixture(scope="module", autouse=True)
+def stubs():
+    with mock.patch.dict(sys.modules, {"json": types.ModuleType("fakejson")}):
+        yield
+def test_1():
+    assert sys.modules["json"].__name__ == "fakejson"
+def test_2():
+    assert sys.modules["json"].__name__ == "fakejson"
+""",
+        test_b="""
+import sys, types, pytest
+@pytest.fixture(scope="module", autouse=True)
+def stubs():
+    real = sys.modules["json"]
+    sys.modules["json"] = types.ModuleType("fakejson")
+    sys.modules["brand_new"] = types.ModuleType("brand_new")
+    yield
+    sys.modules["json"] = real
+def test_3():
+    assert sys.modules["json"].__name__ == "fakejson"
+def test_4():
+    assert sys.modules["json"].__name__ == "fakejson"
+""",
+        test_c="""
+import sys
+def test_5():
+    assert sys.modules["json"].__name__ == "json" and "brand_new" not in sys.modules
+""",
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=5)
+
+
 def test_patches_of_a_module_fixture_stay_while_it_lives_and_a_stopall_is_reported(
     pytester: pytest.Pytester,
 ) -> None:
