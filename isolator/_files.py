@@ -47,6 +47,7 @@ _DEFAULTS_NAMES: Final = frozenset({"__defaults__", "__kwdefaults__"})
 _TREE_EVENTS: Final = frozenset({"os.rmdir", "os.rename", "shutil.rmtree", "shutil.move"})
 _MAX_TREE_BYTES: Final = 64 * 1024 * 1024
 
+_MODULES: Final = sys.modules
 _abspath = os.path.abspath
 _exists = os.path.lexists
 _isdir = os.path.isdir
@@ -133,6 +134,11 @@ class FileGuard:
                 self._before_write(args[i], event)
 
     def _before_write(self, path: object, event: str) -> None:
+        if os is not _MODULES.get("os") or shutil is not _MODULES.get("shutil"):
+            # A fake filesystem replaced this module's os or shutil (pyfakefs, when it did
+            # not skip isolator): the path is a fake one, and nothing here would reach
+            # the disk.
+            return
         if isinstance(path, bytes):
             path = os.fsdecode(path)
         if not isinstance(path, str):

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import isolator
-from isolator import _config
+from isolator import _config, _interop
 from isolator._store import STORE_DIR, StoreError, read_json, update_json
 
 # The resetter and its machinery are imported when a session starts resetting: pytest
@@ -221,6 +221,8 @@ class IsolatorPlugin:
     def _start(self, session: pytest.Session) -> None:
         from isolator._files import recover_journal
         from isolator.resetter import Resetter, settle_gc
+
+        _interop.spare_isolator()  # (after collection: test modules may import pyfakefs)
 
         backup = str(self.store / "cow" / str(os.getpid()))
         self.recovered = _recover_dead_journals(self.store / "cow")
@@ -571,7 +573,14 @@ def _wrap_protocol(
                 # Within a test module only the state it can reach; at the boundary, all.
                 scope = r.scope_for(str(getattr(mod, "__name__", "")), self.conftests)
             r.test_module = mod
-            out = r.check_and_reset(force=self.mode == "full", scope=scope)
+            fake = _interop.paused_patcher()
+            if fake is not None:
+                fake.resume()  # the scope's fake filesystem, as the test had it
+            try:
+                out = r.check_and_reset(force=self.mode == "full", scope=scope)
+            finally:
+                if fake is not None:
+                    fake.pause()
             self.overhead += time.perf_counter() - t0
             self.tests += 1
             if out.writes:
