@@ -71,6 +71,7 @@ def _supervise(pytest_args: list[str], work: str) -> int:
     junit, _, _ = _junit_target(pytest_args)
     done: list[str] = []
     crashed: list[tuple[str, str]] = []
+    between: list[tuple[str, str]] = []  # died after this test was over
     parts: list[str] = []
     codes: list[int] = []
     env = dict(os.environ, ISOLATOR_RUN="1")
@@ -110,7 +111,7 @@ def _supervise(pytest_args: list[str], work: str) -> int:
         if restart is not None:
             # A test left a thread or process running: the rest go on in a new process
             # (the child said why in its output).
-            collected, _ = _progress(sup)
+            collected, _, _ = _progress(sup)
             done += collected[:restart]
             codes.append(1 if _read_failed(sup) else 0)
             continue
@@ -118,30 +119,41 @@ def _supervise(pytest_args: list[str], work: str) -> int:
         if finished:
             codes.append(status)
             break
-        collected, running = _progress(sup)
+        collected, running, over = _progress(sup)
         if running is None:
             # Died before running a test (collection or configuration): nothing to resume.
             codes.append(status if status > 0 else 3)
             break
         nodeid = collected[running]
         how = describe_status(_as_wait_status(status))
-        crashed.append((nodeid, how))
         if junit is not None:
             # The crashed part wrote no XML: rebuild it from the results it streamed.
             _junit_from_results(os.path.join(sup, "results.jsonl"), parts[-1])
         done += collected[: running + 1]
-        codes.append(1)
         sys.stdout.flush()
-        sys.stderr.write(
-            f"\nisolator: {nodeid} crashed the test process ({how}); it counts as failed "
-            f"and the remaining {len(collected) - running - 1} test(s) continue in a new process\n"
-        )
+        left = len(collected) - running - 1
+        if over:
+            # Between two tests (a plugin's reporting hook, say): no test to blame; the
+            # run still fails, as pytest's own run would have (an internal error).
+            between.append((nodeid, how))
+            codes.append(3)
+            sys.stderr.write(
+                f"\nisolator: the test process died after {nodeid} was over ({how}); "
+                f"the remaining {left} test(s) continue in a new process\n"
+            )
+        else:
+            crashed.append((nodeid, how))
+            codes.append(1)
+            sys.stderr.write(
+                f"\nisolator: {nodeid} crashed the test process ({how}); it counts as failed "
+                f"and the remaining {left} test(s) continue in a new process\n"
+            )
         if stop_on_failure or running + 1 >= len(collected):
             break
     else:
         sys.stderr.write(f"isolator: giving up after {_MAX_RESTARTS} crashed processes\n")
     if junit is not None:
-        if len(parts) == 1 and not crashed:
+        if len(parts) == 1 and not crashed and not between:
             _move_junit(parts[0], junit)  # one uninterrupted run: pytest's own report
         else:
             _merge_junit(parts, junit, crashed)
@@ -149,6 +161,12 @@ def _supervise(pytest_args: list[str], work: str) -> int:
         sys.stderr.write(
             f"isolator: {len(crashed)} test(s) crashed the interpreter: "
             + ", ".join(f"{n} ({how})" for n, how in crashed)
+            + "\n"
+        )
+    if between:
+        sys.stderr.write(
+            f"isolator: the test process died {len(between)} time(s) between tests: "
+            + ", ".join(f"after {n} ({how})" for n, how in between)
             + "\n"
         )
     return _combine(codes)
@@ -241,22 +259,27 @@ def _as_wait_status(returncode: int) -> int:
     return returncode << 8
 
 
-def _progress(sup: str) -> tuple[list[str], int | None]:
+def _progress(sup: str) -> tuple[list[str], int | None, bool]:
+    """The collection, the index of the last test started (None: none), and whether that
+    test was over (the process died between two tests)."""
     try:
         collected = [str(x) for x in read_json(os.path.join(sup, "collected.json"))]
     except StoreError:
-        return [], None
-    # The index of the running test, as the plugin's _Progress stores it: 8 bytes,
-    # little-endian, -1 before the first test.
+        return [], None, False
+    # As the plugin's _Progress stores it: 8 bytes, little-endian, -1 before the first
+    # test, -2 - i once test i is over.
     try:
         with open(os.path.join(sup, "progress"), "rb") as f:
             raw = f.read(8)
     except OSError:
-        return collected, None
+        return collected, None, False
     if len(raw) != 8:
-        return collected, None
+        return collected, None, False
     (i,) = struct.unpack("<q", raw)
-    return collected, i if 0 <= i < len(collected) else None
+    over = i <= -2
+    if over:
+        i = -2 - i
+    return collected, (i if 0 <= i < len(collected) else None), over
 
 
 def _restart_request(sup: str) -> int | None:
@@ -291,6 +314,17 @@ def _combine(codes: list[int]) -> int:
     return 0 if all(c in (0, 5) for c in codes) else max(codes)
 
 
+def _junit_names(nodeid: str) -> tuple[str, str]:
+    """(classname, name) of a test as pytest's junitxml writes them: the file as a dotted
+    path, then each class, in ``classname``; the function (with its parameters) in
+    ``name``."""
+    path, bracket, params = nodeid.partition("[")
+    parts = path.split("::")
+    parts[0] = parts[0].replace("/", ".").removesuffix(".py")
+    parts[-1] += bracket + params
+    return ".".join(parts[:-1]), parts[-1]
+
+
 def _junit_from_results(results: str, target: str) -> None:
     cases: dict[str, Any] = {}
     try:
@@ -303,11 +337,11 @@ def _junit_from_results(results: str, target: str) -> None:
         nodeid = row["nodeid"]
         case = cases.get(nodeid)
         if case is None:
-            path, _, name = nodeid.partition("::")
+            classname, name = _junit_names(nodeid)
             case = cases[nodeid] = ET.SubElement(
                 suite,
                 "testcase",
-                classname=path.replace("/", ".").removesuffix(".py"),
+                classname=classname,
                 name=name,
                 time=f"{row.get('duration', 0):.3f}",
             )
@@ -344,14 +378,18 @@ def _merge_junit(parts: list[str], target: str, crashed: list[tuple[str, str]]) 
         for case in s.findall("testcase"):
             merged.append(case)
     for nodeid, how in crashed:
-        path, _, name = nodeid.partition("::")
-        case = ET.SubElement(
-            merged,
-            "testcase",
-            classname=path.replace("/", ".").removesuffix(".py"),
-            name=name,
-            time="0",
-        )
+        classname, name = _junit_names(nodeid)
+        # The reports it streamed before the crash made its entry already: one per test.
+        found = [
+            c for c in merged.findall("testcase")
+            if c.get("classname") == classname and c.get("name") == name
+        ]  # fmt: skip
+        if found:
+            case = found[-1]
+            for old in case.findall("skipped"):
+                case.remove(old)
+        else:
+            case = ET.SubElement(merged, "testcase", classname=classname, name=name, time="0")
         ET.SubElement(
             case, "failure", message=f"crashed the test process ({how})"
         ).text = f"isolator: {nodeid} crashed the test process ({how})"

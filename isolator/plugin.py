@@ -551,8 +551,9 @@ def _wrap_protocol(
     r = self.resetter
     if not self.active or r is None:
         return (yield)
+    index = self._index
     if self._progress is not None:
-        self._progress.set(self._index)
+        self._progress.set(index)
     self._index += 1
     r.begin_test()
     try:
@@ -598,6 +599,8 @@ def _wrap_protocol(
                 item.stash[WRITES_KEY] = out.writes
             if out.unrestorable:
                 item.stash[UNRESTORABLE_KEY] = out.unrestorable
+        if self._progress is not None:
+            self._progress.set(-2 - index)  # that test is over, checked and reset
 
 
 _PARENT = operator.attrgetter("parent")
@@ -619,7 +622,8 @@ def _module_of(cache: dict[Node, Any], item: pytest.Item) -> Any:
 class _Progress:
     """The index of the running test, for the supervisor to read after a crash: an
     8-byte little-endian integer in a shared mapping of the file (a store to memory per
-    test; the kernel keeps the page when the process dies), -1 before the first test.
+    test; the kernel keeps the page when the process dies), -1 before the first test,
+    ``-2 - i`` once test ``i`` is over (checked and reset) and the next has not started.
     ``_supervise._progress`` reads it."""
 
     def __init__(self, path: str):

@@ -206,3 +206,70 @@ def test_takes_the_lock():
         else:
             assert "continue in a new process" not in run.stdout
             assert "ran 1 test(s) in a forked child" in run.stdout
+
+
+def test_a_process_dying_between_tests_blames_none_and_the_report_names_tests_as_pytest(
+    pytester: pytest.Pytester,
+) -> None:
+    # A plugin's code after a test was over (its protocol wrapper, outside isolator's)
+    # ended the process: the test that had passed was reported passed and crashed, twice
+    # in the XML; and the rebuilt XML named class tests unlike pytest's own report.
+    pytester.makeconftest(
+        """
+import os, pytest
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    result = yield
+    if item.name == "test_k" and not os.environ.get("DONE_ONCE"):
+        os.environ["DONE_ONCE"] = "1"
+        os._exit(7)
+    return result
+"""
+    )
+    pytester.makepyfile(
+        test_a="""
+import pytest
+class TestK:
+    def test_k(self):
+        pass
+@pytest.mark.parametrize("n", [1, 2])
+def test_p(n):
+    assert n == 1
+"""
+    )
+    proc = _run(pytester.path, "isolator", "run", "--junitxml=out/report.xml")
+    assert "Traceback" not in proc.stderr
+    assert "test_a.py::TestK::test_k was over (exit code 7)" in proc.stderr, proc.stderr
+    assert "crashed the test process" not in proc.stderr
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    cases = ET.parse(pytester.path / "out" / "report.xml").getroot().iter("testcase")
+    got = sorted((c.get("classname"), c.get("name"), c.find("failure") is None) for c in cases)
+    assert got == [
+        ("test_a", "test_p[1]", True),
+        ("test_a", "test_p[2]", False),
+        ("test_a.TestK", "test_k", True),
+    ]
+
+
+def test_a_test_crashing_in_its_teardown_has_one_entry_in_the_report(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        test_t="""
+import os, pytest
+@pytest.fixture
+def dies():
+    yield
+    os._exit(9)
+def test_crashes_after_passing(dies):
+    pass
+def test_after():
+    pass
+"""
+    )
+    proc = _run(pytester.path, "isolator", "run", "--junitxml=out/report.xml")
+    assert "test_t.py::test_crashes_after_passing crashed the test process" in proc.stderr
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    cases = ET.parse(pytester.path / "out" / "report.xml").getroot().iter("testcase")
+    got = sorted((c.get("name"), c.find("failure") is None) for c in cases)
+    assert got == [("test_after", True), ("test_crashes_after_passing", False)]
