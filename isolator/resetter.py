@@ -193,19 +193,20 @@ def _dirty_sibling(
     """Whether the test also changed another part of the object that holds watch ``i``
     (an LRU cache's queue beside its dict, a hit counter beside a memo): entries added to
     the dict are kept only when nothing beside them changed, since the rest is reset.
-    ``names``: the sites of the names that changed in module namespaces of ``idx``
-    (bookkeeping names left out).  When the holder is a module, only what ``related``
-    says the memo's own writers also write counts: two globals of a module are as
-    independent as two modules' unless one function keeps both."""
+    ``names``: the sites of the names that changed in the module namespaces of ``idx``
+    put back already (bookkeeping names left out); the others are compared now.  When the
+    holder is a module, only what ``related`` says the memo's own writers also write
+    counts: two globals of a module are as independent as two modules' unless one
+    function keeps both."""
     owner = _owner(t, t.sites[i])
     sites: list[str] = []
     for j in idx:
         if j != i:
-            got = names.get(j)
-            if got is None:
+            if t.kinds[j] != MODULE:
                 sites.append(t.sites[j])
-            else:
-                sites += got
+                continue
+            got = names.get(j)  # put back already: the names it had changed
+            sites += t.changed_sites(j) if got is None else got
     caches, cells, defaults, opaque = extras
     sites += [t.caches[j][0] for j in caches] + [t.cells[j][0] for j in cells]
     sites += [t.defaults[j][0] for j in defaults] + [t.opaque[j].site for j in opaque]
@@ -630,30 +631,24 @@ class Resetter:
         broken: set[int] = set()  # watches whose restore raised (reported already)
         memo_ok = self.learn_memo or self.keep
         held = self._held
-        # The names that changed in module namespaces, for the memo check below (found
-        # before any reset; the warnings registry a warning adds is no sibling of a memo).
+        # The sites of the names that changed in module namespaces put back so far, for
+        # the memo check's siblings (the warnings registry is no sibling of a memo).
         names: dict[int, list[str]] = {}
-        if memo_ok and len(idx) > 1:
-            for j in idx:
-                if t.kinds[j] == MODULE:
-                    got = t.diff_keys(j)
-                    if got is not None:
-                        names[j] = t._key_sites(j, got)
+        extras = (caches, cells, defaults, opaque)
         for i in idx:
             if frozen and _root(t.sites[i]) in frozen:
                 left[0].append(i)
                 continue
             keys = None
-            if (
-                memo_ok
-                and (t.kinds[i] == DICT or t.kinds[i] == MODULE or t.kinds[i] == CLASS)
-                and not _dirty_sibling(
-                    t, i, idx, (caches, cells, defaults, opaque), names, self._kept_together
-                )
-            ):
+            if memo_ok and (t.kinds[i] == DICT or t.kinds[i] == MODULE or t.kinds[i] == CLASS):
                 keys = t.diff_keys(i)  # one comparison for the memo check and the reset
                 if keys:  # (none: the test only reordered the dict)
-                    keys = self._keep_memo(t, i, keys)  # what is left to reset
+
+                    def alone(i: int = i) -> bool:
+                        # Asked only before an entry is kept: the static pass reads files.
+                        return not _dirty_sibling(t, i, idx, extras, names, self._kept_together)
+
+                    keys = self._keep_memo(t, i, keys, alone)  # what is left to reset
                     if not keys:
                         continue
             if held and t.kinds[i] in _MAPPING_KINDS:
@@ -677,6 +672,8 @@ class Resetter:
                 left[0].append(i)
                 broken.add(i)
                 continue
+            if t.kinds[i] == MODULE:
+                names[i] = sites
             out.writes += sites
             out.reset += sites
         for i in caches:
@@ -745,7 +742,9 @@ class Resetter:
         elif pending:
             t.verified(pending)
 
-    def _keep_memo(self, t: StateTable, i: int, keys: list[Any]) -> list[Any]:
+    def _keep_memo(
+        self, t: StateTable, i: int, keys: list[Any], alone: Callable[[], bool] = lambda: True
+    ) -> list[Any]:
         """Keep entries a test *added* to a dict once a later test recomputed them equal.
 
         Memo caches (parsers, grammars, compiled patterns) are refilled by every test after
@@ -758,13 +757,15 @@ class Resetter:
         a new locale beside one loaded before keeps the one it recomputed).
         """
         try:
-            return self._keep_added(t, i, keys)
+            return self._keep_added(t, i, keys, alone)
         except Exception:
             # A key whose hash or equality changed since it was stored (mpmath's numbers
             # hash by the working precision), or raises: not a memo we can reason about.
             return keys
 
-    def _keep_added(self, t: StateTable, i: int, keys: list[Any]) -> list[Any]:
+    def _keep_added(
+        self, t: StateTable, i: int, keys: list[Any], alone: Callable[[], bool]
+    ) -> list[Any]:
         live, snap = t.lives[i], t.snaps[i]
         # A module's globals: a name bound from None by a function that looks at it first
         # is a lazily loaded value (``global _DATA; if _DATA is None: _DATA = load()``),
@@ -803,8 +804,18 @@ class Resetter:
         declared = bool(self.keep) and any(fnmatch.fnmatchcase(site, p) for p in self.keep)
         owner = site.partition(":")[0]
 
+        sibling_free: list[bool] = []
+
+        def nothing_beside() -> bool:
+            # Whether the test changed nothing else of what holds the dict (once).
+            if not sibling_free:
+                sibling_free.append(alone())
+            return sibling_free[0]
+
         def allowed(k: Any) -> bool:
             # Asked only of an entry about to be kept: the static pass reads files.
+            if not nothing_beside():
+                return False
             if module:
                 # A name bound from None needs a writer seen reading it first (a lazy
                 # load); a new name, as a new dict key, only no writer seen against it (a
@@ -814,7 +825,8 @@ class Resetter:
 
         for k, v in added:
             if declared:
-                keep.append((k, v))
+                if nothing_beside():
+                    keep.append((k, v))
                 continue
             if not self.learn_memo:
                 break
