@@ -311,6 +311,7 @@ class Reach:
         t = self.tables.get(name)
         mod = sys.modules.get(name)
         names: set[str] = set(t.refs) if t is not None else set()
+        exported: set[str] = t.obj_refs if t is not None else set()
         if mod is not None:
             names |= imports_of(
                 name, getattr(mod, "__file__", None), getattr(mod, "__package__", None)
@@ -318,9 +319,11 @@ class Reach:
         out: set[str] = set()
         is_package = mod is not None and hasattr(mod, "__path__")
         for n in names:
-            if is_package and n.startswith(name + "."):
+            if is_package and n.startswith(name + ".") and n not in exported:
                 # A package that imports its submodules does not reach their state for a
-                # caller: the caller names the submodules it uses in its own imports.
+                # caller (the caller names the submodules it uses in its own imports),
+                # unless it re-exports their functions, classes or objects: a caller of
+                # ``pkg.code()`` runs ``pkg.api``'s code.
                 continue
             # `import a.b.c` reaches a, a.b and a.b.c.
             parts = n.split(".")

@@ -318,6 +318,9 @@ class StateTable:
         self._keepalive: list[object] = []
         self.modname = ""
         self.refs: set[str] = set()  # modules this module's globals refer to
+        # Of those, the modules of its functions, classes and other objects (not modules
+        # bound as globals): what a package re-exports from its submodules.
+        self.obj_refs: set[str] = set()
         # Version-tag split (see _versions), made on first use: watches checked through
         # their dict's tag (``vidx``, with ``vcells`` and the tags last verified equal to
         # the snapshot, ``vers``; -1 = not verified) and watches compared (``cidx``).
@@ -353,15 +356,18 @@ class StateTable:
             return
         self._seen.add(id(mdict))
         for value in list(mdict.values()):
+            if isinstance(value, types.ModuleType):
+                if isinstance(value.__name__, str):
+                    self.refs.add(value.__name__)
+                continue
             ref = (
-                value.__name__
-                if isinstance(value, types.ModuleType)
-                else getattr(value, "__module__", None)
+                getattr(value, "__module__", None)
                 if isinstance(value, (type, types.FunctionType))
                 else getattr(type(value), "__module__", None)
             )
             if isinstance(ref, str):
                 self.refs.add(ref)
+                self.obj_refs.add(ref)
         self._depth = -1
         self._watch(f"{name}:<globals>", mdict, dict(mdict), MODULE, None)
         self._imported = imported

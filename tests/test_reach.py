@@ -45,3 +45,29 @@ def test_relative_imports_are_resolved(tmp_path: pathlib.Path) -> None:
     src.write_text("from . import sib\nfrom ..up import (a,\n b as c)\nimport x.y\n")
     got = _reach.imports_of("pkg.sub.mod", str(src), "pkg.sub")
     assert got == {"pkg.sub", "pkg.sub.sib", "pkg.up", "pkg.up.a", "pkg.up.b", "x.y"}
+
+
+def test_a_package_reaches_the_submodules_whose_objects_it_reexports(
+    pytester: pytest.Pytester,
+) -> None:
+    # ``pkgx.code()`` runs pkgx.api's code: pkgx.api's state is in the scope of a test
+    # that only imports pkgx (isort's ``isort.code``, whose caches grew across a module's
+    # tests).
+    pytester.mkpydir("pkgx")
+    (pytester.path / "pkgx" / "__init__.py").write_text("from .api import code\n")
+    (pytester.path / "pkgx" / "api.py").write_text(
+        "COUNT = 0\ndef code():\n    global COUNT\n    COUNT += 1\n    return COUNT\n"
+    )
+    pytester.makepyfile(
+        test_b="""
+import pkgx
+def test_first():
+    assert pkgx.code() == 1
+def test_second():
+    assert pkgx.code() == 1
+"""
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal"
+    )
+    result.assert_outcomes(passed=2)
