@@ -9,6 +9,7 @@ next run restores the user's files instead of losing them.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -48,9 +49,22 @@ _TREE_EVENTS: Final = frozenset({"os.rmdir", "os.rename", "shutil.rmtree", "shut
 _MAX_TREE_BYTES: Final = 64 * 1024 * 1024
 
 _MODULES: Final = sys.modules
+# Our own references, taken at import: the guard runs inside tests, and a test that
+# patches os.replace, open or shutil.copy2 (mock.patch) must not have its mock called by
+# isolator (jsonpatch's tests make os.replace raise).
 _abspath = os.path.abspath
 _exists = os.path.lexists
 _isdir = os.path.isdir
+_islink = os.path.islink
+_join = os.path.join
+_makedirs = os.makedirs
+_replace = os.replace
+_stat = os.stat
+_fsdecode = os.fsdecode
+_fspath = os.fspath
+_copy2 = shutil.copy2
+_copytree = shutil.copytree
+_open = io.open
 
 
 class FileGuard:
@@ -140,10 +154,10 @@ class FileGuard:
             # the disk.
             return
         if isinstance(path, bytes):
-            path = os.fsdecode(path)
+            path = _fsdecode(path)
         if not isinstance(path, str):
             try:
-                path = os.fspath(path)  # type: ignore[call-overload]
+                path = _fspath(path)  # type: ignore[call-overload]
             except TypeError:
                 return  # a file descriptor: the file was opened (and saved) before
             if not isinstance(path, str):
@@ -154,13 +168,20 @@ class FileGuard:
         self._busy = True
         try:
             self._save(path, event)
+        except Exception as exc:
+            # Never into the test (a mock the test set may have been reached after all):
+            # the original could not be kept, which is reported.
+            self.entries.setdefault(path, ("skip", ""))
+            self.unrestorable.append(
+                (path, f"its original could not be saved ({type(exc).__name__}: {exc})")
+            )
         finally:
             self._busy = False
 
     def _save(self, path: str, event: str) -> None:
         if not _exists(path):
             self.entries[path] = ("absent", "")
-        elif _isdir(path) and not os.path.islink(path):
+        elif _isdir(path) and not _islink(path):
             if event not in _TREE_EVENTS:
                 return  # mkdir of an existing directory, chmod/utime: nothing to save
 
@@ -170,16 +191,16 @@ class FileGuard:
                 self.unrestorable.append((path, f"directory too large to copy ({size} bytes)"))
                 return
             self._n += 1
-            dest = os.path.join(self.backup_dir, str(self._n))
-            os.makedirs(self.backup_dir, exist_ok=True)
-            shutil.copytree(path, dest, symlinks=True)
+            dest = _join(self.backup_dir, str(self._n))
+            _makedirs(self.backup_dir, exist_ok=True)
+            _copytree(path, dest, symlinks=True)
             self.entries[path] = ("dir", dest)
         else:
             self._n += 1
-            dest = os.path.join(self.backup_dir, str(self._n))
-            os.makedirs(self.backup_dir, exist_ok=True)
+            dest = _join(self.backup_dir, str(self._n))
+            _makedirs(self.backup_dir, exist_ok=True)
             try:
-                shutil.copy2(path, dest, follow_symlinks=False)
+                _copy2(path, dest, follow_symlinks=False)
             except OSError as exc:
                 self.entries[path] = ("skip", "")
                 self.unrestorable.append((path, f"cannot copy: {exc.strerror or exc}"))
@@ -189,11 +210,11 @@ class FileGuard:
         self._write_journal()
 
     def _write_journal(self) -> None:
-        os.makedirs(self.backup_dir, exist_ok=True)
+        _makedirs(self.backup_dir, exist_ok=True)
         tmp = self.journal + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
+        with _open(tmp, "w", encoding="utf-8") as f:
             _dump([[p, *self.entries[p]] for p in self.order], f)
-        os.replace(tmp, self.journal)
+        _replace(tmp, self.journal)
 
     def dirty_sites(self) -> list[str]:
         return [f"<file>:{p}" for p in self.order if self._changed(p)]
@@ -206,7 +227,7 @@ class FileGuard:
             if not _exists(path) or _isdir(path):
                 return True
             try:
-                a, b = os.stat(path), os.stat(backup)
+                a, b = _stat(path), _stat(backup)
             except OSError:
                 return True
             if a.st_size != b.st_size or a.st_mode != b.st_mode:

@@ -852,6 +852,31 @@ def test_pyproject_files_are_parsed_only_when_they_mention_isolator(tmp_path: Pa
         _config.load(tmp_path)
 
 
+def test_the_file_guard_never_calls_what_a_test_mocked(pytester: pytest.Pytester) -> None:
+    # The guard journals the first write to a path; it used os.replace and open as the
+    # test had them: jsonpatch's tests make os.replace raise, and the error came out of
+    # the test's own tempfile.mkstemp; a mock of open counted the guard's call.
+    pytester.makepyfile(
+        test_mocks="""
+import builtins, os
+from unittest import mock
+def test_replace_raises():
+    with mock.patch("os.replace", side_effect=PermissionError("no")) as replace:
+        with open("written.txt", "w") as f:
+            f.write("x")
+    assert replace.call_count == 0
+def test_open_counted():
+    with mock.patch("builtins.open", wraps=builtins.open) as opened:
+        os.mkdir("made")
+    assert opened.call_count == 0
+def test_nothing_left():
+    assert not os.path.exists("written.txt") and not os.path.exists("made")
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=3)
+
+
 def test_files_of_a_run_that_died_mid_test_are_restored(pytester: pytest.Pytester) -> None:
     (pytester.path / "precious.txt").write_text("keep me")
     pytester.makepyfile(
