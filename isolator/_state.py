@@ -386,6 +386,14 @@ class StateTable:
                 continue
             self._walk_guarded(f"{name}:{key}", value, name, project_prefixes, 0, budget)
 
+    def add_value(self, site: str, value: Any, project_prefixes: tuple[str, ...]) -> None:
+        """Watch one object and what is mutable in it, named ``site`` (a higher-scoped
+        fixture's value: ``<fixture>:doctest_namespace``)."""
+        self.modname = site.partition(":")[0]
+        self._walk_guarded(
+            site, value, self.modname, project_prefixes, 0, [_MAX_WATCHES_PER_MODULE]
+        )
+
     def _walk_guarded(
         self,
         site: str,

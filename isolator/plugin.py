@@ -694,11 +694,15 @@ class _ProtocolWrapper:
         marks = (len(_modules.LOG.entries), len(r.files.order))
         pre = r.probe_diffs()
         core.overhead += time.perf_counter() - t0
+        value: object = None
         try:
-            return (yield)
+            value = yield
+            return value
         finally:
             t0 = time.perf_counter()
             if r.push_scope(id(fixturedef), *marks, pre):
+                core.scoped.add(id(fixturedef))
+            if r.watch_value(id(fixturedef), fixturedef.argname, value):
                 core.scoped.add(id(fixturedef))
             core.overhead += time.perf_counter() - t0
 

@@ -55,6 +55,8 @@ from isolator._state import (
 )
 
 _ISOLATOR_DIR = os.path.dirname(os.path.abspath(__file__))
+# Fixture values never walked for state: immutable atoms and the runner's own objects.
+_UNWATCHED_VALUES: Final = frozenset({str, bytes, int, float, bool, complex, tuple, frozenset})
 # A dict entry recomputed different this many times is not taken for a memo entry.
 _MEMO_MISSES = 3
 # Names that code with effects beside a memo entry uses: warnings, logging, output,
@@ -255,6 +257,8 @@ class Resetter:
         # Threads the test being checked left running (ids): see check_and_reset.
         self._held: set[int] = set()
         self._last_scope: tuple[object, str, Scope | None] = (None, "", None)
+        # Higher-scoped fixtures' values that hold state: fixture key -> table key.
+        self._value_tables: dict[int, str] = {}
         self.reset_counts: Counter[str] = Counter()
         self.opaque_reported: set[str] = set()
         self.learn_memo = learn_memo
@@ -461,6 +465,8 @@ class Resetter:
         last = self._last_scope
         if last[0] is self.reach and last[1] == modname:
             return last[2]
+        if self._value_tables:
+            also = [*also, *self._value_tables.values()]  # every test may use them
         scope = self.reach.tables_for(modname, also)
         self._last_scope = (self.reach, modname, scope)
         return scope
@@ -766,6 +772,8 @@ class Resetter:
     def _keep_added(
         self, t: StateTable, i: int, keys: list[Any], alone: Callable[[], bool]
     ) -> list[Any]:
+        if t.modname.startswith("<"):
+            return keys  # a fixture's value: what tests and fixtures put there is theirs
         live, snap = t.lives[i], t.snaps[i]
         # A module's globals: a name bound from None by a function that looks at it first
         # is a lazily loaded value (``global _DATA; if _DATA is None: _DATA = load()``),
@@ -1173,6 +1181,27 @@ class Resetter:
         self.frames.append(frame)
         return True
 
+    def watch_value(self, key: int, name: str, value: object) -> bool:
+        """A higher-scoped fixture's value is shared by the tests of its scope: what one
+        writes into it (a function fixture filling pytest's ``doctest_namespace``, a test
+        adding to a registry a session fixture returned) is put back after that test, as
+        module state is, until the fixture's teardown (:meth:`pop_scope`).  Watched only
+        where it holds state (containers, objects of project classes) not watched already
+        as part of a module's.  Returns whether it is watched."""
+        if value is None or type(value) in _UNWATCHED_VALUES:
+            return False
+        seen = {id(live) for t in self.tables.values() for live in t.lives}
+        t = StateTable(seen)
+        t.add_value(f"<fixture>:{name}", value, tuple(self.project))
+        if not (t.lives or t.cells or t.caches or t.opaque):
+            return False
+        table_key = f"<fixture {name}>@{key}"
+        tables = dict(self.tables)
+        tables[table_key] = t
+        self._set_tables(tables)
+        self._value_tables[key] = table_key
+        return True
+
     def _add_new_project_modules(self) -> None:
         names = sys.modules.keys() - self._module_names_seen
         if not names:
@@ -1209,6 +1238,11 @@ class Resetter:
         Only this fixture's own deltas are reverted; fixtures set up after it (a session
         fixture first used inside a module fixture's scope) keep theirs.
         """
+        table_key = self._value_tables.pop(key, None)
+        if table_key is not None:
+            tables = dict(self.tables)
+            tables.pop(table_key, None)
+            self._set_tables(tables)
         for j in range(len(self.frames) - 1, -1, -1):
             if self.frames[j].key == key:
                 break

@@ -558,6 +558,50 @@ def test_5():
     result.assert_outcomes(passed=5)
 
 
+def test_what_tests_write_into_a_higher_scoped_fixtures_value_is_put_back(
+    pytester: pytest.Pytester,
+) -> None:
+    # The value of a session or module fixture is shared by the tests of its scope: a
+    # test adding to a registry a session fixture returned, or a function fixture filling
+    # pytest's doctest_namespace (semver's conftest), leaked into the next tests; each
+    # passes or fails alone otherwise.  What the fixture itself set up stays.
+    pytester.makeconftest(
+        """
+import pytest
+@pytest.fixture(scope="session")
+def registry():
+    return {"base": [1]}
+@pytest.fixture(scope="module")
+def fill(doctest_namespace):
+    doctest_namespace["answer"] = 42
+"""
+    )
+    pytester.makepyfile(
+        test_a="""
+def test_adds(registry):
+    registry["x"] = 1
+    registry["base"].append(2)
+def test_sees_none(registry):
+    assert registry == {"base": [1]}
+def test_fills(doctest_namespace):
+    doctest_namespace["leaked"] = True
+""",
+        test_b="""
+import pytest
+@pytest.fixture(autouse=True)
+def per_test(fill, doctest_namespace):
+    doctest_namespace["extra"] = 1
+def test_after(registry):
+    assert "x" not in registry
+""",
+    )
+    (pytester.path / "doc.txt").write_text(">>> 'leaked' in globals()\nFalse\n")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "isolator", "test_a.py", "test_b.py", "doc.txt"
+    )
+    result.assert_outcomes(passed=5)
+
+
 def test_patches_of_a_module_fixture_stay_while_it_lives_and_a_stopall_is_reported(
     pytester: pytest.Pytester,
 ) -> None:
