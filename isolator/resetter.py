@@ -796,6 +796,11 @@ class Resetter:
             if klass and (type(k) is not str or k in _SKIP_NAMES or k.startswith("__")):
                 return keys
             if k in snap and not module:
+                if klass and snap[k] is None and k in live:
+                    # Bound from None by the class's own code on first use (dateparser's
+                    # DateDataParser.locale_loader): a lazy load, as for module globals.
+                    added.append((k, live[k]))
+                    continue
                 if klass or k not in live:
                     return keys  # removed (an evicting cache), or a class attribute rebound
                 # A rebound entry is put back, and does not stop the entries added beside it
@@ -829,6 +834,8 @@ class Resetter:
                 # load); a new name, as a new dict key, only no writer seen against it (a
                 # module's __getattr__ binding what it loads on first use).
                 return self._may_learn(f"{owner}:{k}", need_writer=k in snap)
+            if klass and k in snap:
+                return self._may_learn(f"{site}.{k}", need_writer=True)
             return self._may_learn(site)
 
         for k, v in added:

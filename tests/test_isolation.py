@@ -1570,6 +1570,45 @@ def test_warns(n):
     assert len(kept) == 1 and kept[0].endswith("(learn_memo): once:Validator"), result.outlines
 
 
+def test_a_class_attribute_loaded_on_first_use_is_learned_and_a_set_one_is_not(
+    pytester: pytest.Pytester,
+) -> None:
+    # dateparser binds DateDataParser.locale_loader (None in the class body) on first use
+    # from a classmethod; reset after every test, every test loaded all locales again.
+    pytester.makepyfile(
+        lib="""
+class Loader:
+    def __init__(self):
+        self.data = {"en": [1, 2]}
+class Parser:
+    locale_loader = None
+    current = None
+    @classmethod
+    def get_loader(cls):
+        if not cls.locale_loader:
+            cls.locale_loader = Loader()
+        return cls.locale_loader
+def use(name):
+    Parser.current = [name]
+""",
+        test_lib="""
+import lib
+def test_1():
+    assert lib.Parser.get_loader().data == {"en": [1, 2]}
+    lib.use("a")
+def test_2():
+    assert lib.Parser.get_loader().data == {"en": [1, 2]}
+    lib.use("a")
+def test_3():
+    assert lib.Parser.current is None
+""",
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=3)
+    kept = [line for line in result.outlines if line.startswith("kept ")]
+    assert len(kept) == 1 and kept[0].endswith("(learn_memo): lib:Parser.locale_loader"), kept
+
+
 def test_memo_entries_verified_in_an_earlier_run_of_the_same_code_are_kept_at_once(
     pytester: pytest.Pytester,
 ) -> None:
