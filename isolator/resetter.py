@@ -184,6 +184,18 @@ def _root(site: str) -> str:
     return site
 
 
+def _revert(snap: dict[Any, Any], delta: dict[Any, tuple[object, object]]) -> None:
+    """Take a fixture's ``{key: (old, new)}`` out of a snapshot: each key still bound to
+    what the fixture set goes back to what it was (a later fixture's value is left)."""
+    for k, (old, new) in delta.items():
+        if snap.get(k, _EMPTY) is not new:
+            continue
+        if old is _EMPTY:
+            snap.pop(k, None)
+        else:
+            snap[k] = old
+
+
 def _dirty_sibling(
     t: StateTable,
     i: int,
@@ -1271,13 +1283,7 @@ class Resetter:
                 continue
             snap = t.snaps[i]
             if kind in _MAPPING_KINDS:
-                for k, (old, new) in delta.items():
-                    if snap.get(k, _EMPTY) is not new:
-                        continue  # a later fixture changed it again: leave its value
-                    if old is _EMPTY:
-                        snap.pop(k, None)
-                    else:
-                        snap[k] = old
+                _revert(snap, delta)
             elif kind == LIST:
                 snap[:] = delta
             elif kind == SET:
@@ -1321,15 +1327,8 @@ class Resetter:
                         cur[k] = was
             else:
                 self.probe_snaps[i] = old
-        snap = self.modules.snap
-        for name, (old, new) in frame.modules.items():
-            if snap.get(name, _EMPTY) is not new:
-                continue  # a later fixture set it again: leave its value
-            if old is _EMPTY:
-                snap.pop(name, None)
-            else:
-                snap[name] = old
-        self.modules.n = len(snap)
+        _revert(self.modules.snap, frame.modules)
+        self.modules.n = len(self.modules.snap)
         log = _modules.LOG
         # Older originals first in the log, so that undoing in reverse ends on them.
         log.entries[:0] = frame.undo
