@@ -216,7 +216,7 @@ def _dirty_sibling(
     sites: list[str] = []
     for j in idx:
         if j != i:
-            if t.kinds[j] != MODULE:
+            if t.kinds[j] != MODULE and t.kinds[j] != CLASS:
                 sites.append(t.sites[j])
                 continue
             got = names.get(j)  # put back already: the names it had changed
@@ -227,7 +227,19 @@ def _dirty_sibling(
     if owner.endswith(":"):
         beside = [s for s in sites if s.startswith(owner)]
         return bool(beside) and related(t.sites[i], beside)
-    return any(s == owner or s.startswith((owner + ".", owner + "[")) for s in sites)
+    beside = [s for s in sites if s == owner or s.startswith((owner + ".", owner + "["))]
+    if beside and _is_class_site(t, owner):
+        # A class holding several memo caches (dateparser's Dictionary): as for a module,
+        # only what the memo's own writers also write counts.
+        return related(t.sites[i], beside)
+    return bool(beside)
+
+
+def _is_class_site(t: StateTable, site: str) -> bool:
+    for j, s in enumerate(t.sites):
+        if s == site:
+            return t.kinds[j] == CLASS
+    return False
 
 
 class Resetter:
@@ -690,7 +702,7 @@ class Resetter:
                 left[0].append(i)
                 broken.add(i)
                 continue
-            if t.kinds[i] == MODULE:
+            if t.kinds[i] == MODULE or t.kinds[i] == CLASS:
                 names[i] = sites
             out.writes += sites
             out.reset += sites
@@ -957,23 +969,27 @@ class Resetter:
 
     def _kept_together(self, site: str, beside: list[str]) -> bool:
         """Whether code of ``site``'s module that writes ``site`` also writes one of the
-        sites ``beside`` it (an order queue or a hit counter kept with a memo dict).  True
-        when the module's source cannot be analysed."""
+        sites ``beside`` it (an order queue or a hit counter kept with a memo dict, as
+        globals or as attributes of one class).  True when the module's source cannot be
+        analysed, or no code of it is seen writing ``site`` (a helper filling whatever
+        container it is passed: what else it fills is not seen either)."""
         from isolator.analysis import sites_overlap
 
         state = self._static_state(sys.modules.get(site.partition(":")[0]))
         if state is None:
             return True
         bodies = set(state.classes)
+        seen_writer = False
         for code in state.code:
             if code.qualname == "<module>" or code.qualname in bodies:
                 continue  # initialisation binds every global
             writes = code.writes
-            if any(sites_overlap(w, site) for w in writes) and any(
-                sites_overlap(w, b) for w in writes for b in beside
-            ):
-                return True
-        return False
+            if any(sites_overlap(w, site) for w in writes):
+                seen_writer = True
+                if any(sites_overlap(w, b) for w in writes for b in beside):
+                    return True
+        # (A module's own namespace is written by name, `global X`: no writer to find.)
+        return not seen_writer and not site.endswith(":<globals>")
 
     def _memo_helper(
         self, mod: object, state: Any, writer: Any, site: str, test_module: object

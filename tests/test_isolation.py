@@ -1609,6 +1609,62 @@ def test_3():
     assert len(kept) == 1 and kept[0].endswith("(learn_memo): lib:Parser.locale_loader"), kept
 
 
+def test_memo_caches_side_by_side_on_a_class_are_learned_but_not_a_cache_and_its_queue(
+    pytester: pytest.Pytester,
+) -> None:
+    # Two caches of one class filled in the same test were each other's "dirty sibling",
+    # and neither was learned (dateparser's Dictionary).  A mapping and the queue its
+    # method keeps beside it, or caches filled by a helper that is handed them (whose
+    # writes the static pass cannot place), stay put back.
+    pytester.makepyfile(
+        lib="""
+class Words:
+    _sorted = {}
+    _joined = {}
+    def sorted(self, key):
+        if key not in self._sorted:
+            self._sorted[key] = sorted(key)
+        return self._sorted[key]
+    def joined(self, key):
+        if key not in self._joined:
+            self._joined[key] = "-".join(self.sorted(key))
+        return self._joined[key]
+class Recent:
+    _map = {}
+    _order = []
+    def get(self, key):
+        if key not in self._map:
+            self._map[key] = key.upper()
+            self._order.append(key)
+        return self._map[key]
+def _fill(cache, order, key):
+    cache[key] = key * 2
+    order.append(key)
+class Passed:
+    _cache = {}
+    _order = []
+    def get(self, key):
+        if key not in self._cache:
+            _fill(self._cache, self._order, key)
+        return self._cache[key]
+""",
+        test_lib="""
+import pytest, lib
+@pytest.mark.parametrize("n", range(3))
+def test_uses(n):
+    assert lib.Words().joined("cba") == "a-b-c"
+    assert lib.Recent().get("x") == "X" and lib.Recent._order == ["x"]
+    assert lib.Passed().get("y") == "yy" and lib.Passed._order == ["y"]
+""",
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=3)
+    kept = [line for line in result.outlines if line.startswith("kept ")]
+    assert len(kept) == 1, result.outlines
+    assert "lib:Words._sorted['cba']" in kept[0] and "lib:Words._joined['cba']" in kept[0]
+    assert "Recent" not in kept[0] and "Passed" not in kept[0]
+
+
 def test_memo_entries_verified_in_an_earlier_run_of_the_same_code_are_kept_at_once(
     pytester: pytest.Pytester,
 ) -> None:
