@@ -20,29 +20,33 @@ from typing import Any
 _UNITTEST = "pyfakefs.fake_filesystem_unittest"
 
 
-def _patcher_class() -> Any:
+def patcher_class() -> Any:
+    """pyfakefs's ``Patcher`` class if pyfakefs is loaded, else None."""
     mod = sys.modules.get(_UNITTEST)
     return getattr(mod, "Patcher", None) if mod is not None else None
 
 
-def spare_isolator() -> None:
-    """Put isolator's loaded modules in pyfakefs's skip list (if pyfakefs is loaded)."""
-    skip = getattr(_patcher_class(), "SKIPMODULES", None)
+def spare_isolator() -> Any:
+    """Put isolator's loaded modules in pyfakefs's skip list; returns ``Patcher`` (None
+    when pyfakefs is not loaded: then nothing pauses a fake filesystem between tests,
+    which only its pytest plugin, loaded before any test, does)."""
+    cls = patcher_class()
+    skip = getattr(cls, "SKIPMODULES", None)
     if not isinstance(skip, set):
-        return
+        return None
     for name, mod in list(sys.modules.items()):
         if mod is not None and (name == "isolator" or name.startswith("isolator.")):
             try:
                 skip.add(mod)
             except TypeError:
                 pass
+    return cls
 
 
-def paused_patcher() -> Any:
-    """The pyfakefs patcher of a higher-scoped fake filesystem that is paused between
-    tests, or None."""
-    cls = _patcher_class()
-    patcher = getattr(cls, "PATCHER", None) if cls is not None else None
+def paused_patcher(cls: Any) -> Any:
+    """The pyfakefs patcher (``cls.PATCHER``) of a higher-scoped fake filesystem that is
+    paused between tests, or None."""
+    patcher = getattr(cls, "PATCHER", None)
     if patcher is None or not getattr(patcher, "_paused", False):
         return None
     if not callable(getattr(patcher, "resume", None)) or not callable(

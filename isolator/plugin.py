@@ -156,6 +156,7 @@ class IsolatorPlugin:
         self.memo_code: str | None = None  # Resetter.code_stamp() when memo knowledge was loaded
         self._index = 0
         self._progress: Any = None  # the supervisor's progress file, mapped (see _Progress)
+        self._fake_patcher: Any = None  # pyfakefs's Patcher class, when it is loaded
         # item.module by parent node (nodes hash and compare by identity).
         self.module_of: dict[Node, Any] = {}
 
@@ -222,7 +223,8 @@ class IsolatorPlugin:
         from isolator._files import recover_journal
         from isolator.resetter import Resetter, settle_gc
 
-        _interop.spare_isolator()  # (after collection: test modules may import pyfakefs)
+        # (After collection: test modules may import pyfakefs.)
+        self._fake_patcher = _interop.spare_isolator()
 
         backup = str(self.store / "cow" / str(os.getpid()))
         self.recovered = _recover_dead_journals(self.store / "cow")
@@ -574,7 +576,9 @@ def _wrap_protocol(
                 # Within a test module only the state it can reach; at the boundary, all.
                 scope = r.scope_for(str(getattr(mod, "__name__", "")), self.conftests)
             r.test_module = mod
-            fake = _interop.paused_patcher()
+            fake = None
+            if self._fake_patcher is not None:
+                fake = _interop.paused_patcher(self._fake_patcher)
             if fake is not None:
                 fake.resume()  # the scope's fake filesystem, as the test had it
             try:

@@ -1225,9 +1225,14 @@ class Resetter:
         as part of a module's.  Returns whether it is watched."""
         if value is None or type(value) in _UNWATCHED_VALUES:
             return False
-        seen = {id(live) for t in self.tables.values() for live in t.lives}
-        t = StateTable(seen)
-        t.add_value(f"<fixture>:{name}", value, tuple(self.project))
+        site, prefixes = f"<fixture>:{name}", tuple(self.project)
+        t = StateTable(set())
+        t.add_value(site, value, prefixes)
+        if not (t.lives or t.cells or t.caches or t.opaque):
+            return False  # most values (a client, a path): nothing to watch, no more work
+        # Again, leaving out what the module tables watch already.
+        t = StateTable({id(live) for table in self.tables.values() for live in table.lives})
+        t.add_value(site, value, prefixes)
         if not (t.lives or t.cells or t.caches or t.opaque):
             return False
         table_key = f"<fixture {name}>@{key}"
