@@ -15,6 +15,7 @@ Replaced and deleted entries come back.
 
 from __future__ import annotations
 
+import builtins
 import importlib
 import importlib.machinery
 import itertools
@@ -607,7 +608,6 @@ class _Capture:
         # What the execution reads, through the import statements and os.environ (in
         # their dicts and on the object's class, past the write barrier, and put back).
         inputs = _Inputs()
-        builtins_dict = _builtins_dict()
         stack = _reading()
         if stack is None:
             stack = _READING.stack = []
@@ -615,7 +615,7 @@ class _Capture:
         with _ACTIVE_LOCK:
             _ACTIVE[0] += 1
             if _ACTIVE[0] == 1:
-                builtins_dict["__import__"] = _noting_import
+                _own_write(builtins, "__import__", _noting_import)
                 if type(_environ) is _EnvironBase:
                     _environ.__class__ = _NotingEnviron
         try:
@@ -625,8 +625,8 @@ class _Capture:
             with _ACTIVE_LOCK:
                 _ACTIVE[0] -= 1
                 if _ACTIVE[0] == 0:
-                    if builtins_dict.get("__import__") is _noting_import:
-                        builtins_dict["__import__"] = _real_import
+                    if builtins.__dict__.get("__import__") is _noting_import:
+                        _own_write(builtins, "__import__", _real_import)
                     if type(_environ) is _NotingEnviron:
                         _environ.__class__ = _EnvironBase
             if show is not None and wd.get("_showwarnmsg") is seen:
@@ -662,14 +662,22 @@ class _Capture:
         return getattr(self.loader, name)
 
 
+def _own_write(mod: types.ModuleType, name: str, value: object) -> None:
+    """Bind ``name`` in a watched library module's namespace for isolator itself: the
+    writes made so far are collected first (a test's or a module body's stay theirs), and
+    the module's snapshot then takes the new binding, so that no later look counts it as
+    a write -- which would make every module imported inside another's first import look
+    impure (and be executed again after each test instead of reinstated)."""
+    watch = WATCH
+    if watch is not None:
+        collect_writes()
+    mod.__dict__[name] = value
+    if watch is not None:
+        watch.resync([mod])
+
+
 def _warnings_dict() -> dict[str, Any]:
     return warnings.__dict__
-
-
-def _builtins_dict() -> dict[str, Any]:
-    import builtins
-
-    return builtins.__dict__
 
 
 def _import_machinery(fn: Any) -> Any:
@@ -722,8 +730,11 @@ class UnloadedFinder:
         self._verdicts: dict[int, bool] = {}  # see _stale
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if self._finding:
-            return None  # a finder we asked is importing something of its own
+        if self._finding and name not in self.cache:
+            # A finder we asked is importing something of its own (six's lazy modules
+            # import the module they stand for while making their spec): only a module
+            # unloaded after an earlier test is ours to bring back.
+            return None
         if self._verdicts:
             self._verdicts = {}
         mod = self.cache.pop(name, None)
@@ -846,7 +857,7 @@ class UnloadedFinder:
 
     def _find_elsewhere(self, name: str, path: Any, target: Any) -> Any:
         """The spec the finders after this one give, as the import system would ask them."""
-        self._finding = True
+        finding, self._finding = self._finding, True
         try:
             hint = self._answered.get(name)
             where = None
@@ -868,7 +879,7 @@ class UnloadedFinder:
                     return spec
             return None
         finally:
-            self._finding = False
+            self._finding = finding
 
     def bring_back(self, name: str) -> bool:
         """Reinstate an unloaded module that a reinstated module's first import imported,

@@ -184,9 +184,10 @@ def test_the_modules_a_reinstated_module_imported_come_back_in_import_order(
 ) -> None:
     # ``libpkg.top`` imports ``libpkg.leaf`` at its import; both are library modules
     # (outside the rootdir) imported only by tests. When a later test imports ``top``
-    # again, ``leaf`` comes back too without being executed again: the same object, bound
-    # on its package, before ``top`` in sys.modules (as a first import orders them); and
-    # a test that imports neither finds neither, as in a fresh process.
+    # again, neither is executed again (an import inside another's first import leaves
+    # the outer one pure): ``leaf`` comes back too, the same object, bound on its
+    # package, before ``top`` in sys.modules (as a first import orders them); and a test
+    # that imports neither finds neither, as in a fresh process.
     lib = pytester.mkdir("lib")
     pkg = lib / "libpkg"
     pkg.mkdir()
@@ -194,7 +195,10 @@ def test_the_modules_a_reinstated_module_imported_come_back_in_import_order(
     (pkg / "leaf.py").write_text(
         "import sys\nsys.leaf_runs = getattr(sys, 'leaf_runs', 0) + 1\nVALUE = 42\n"
     )
-    (pkg / "top.py").write_text("from libpkg import leaf\nDOUBLE = leaf.VALUE * 2\n")
+    (pkg / "top.py").write_text(
+        "import sys\nfrom libpkg import leaf\nDOUBLE = leaf.VALUE * 2\n"
+        "sys.top_runs = getattr(sys, 'top_runs', 0) + 1\n"
+    )
     proj = pytester.mkdir("proj")
     (proj / "conftest.py").write_text(f"import sys\nsys.path.insert(0, {str(lib)!r})\n")
     (proj / "test_lib.py").write_text(
@@ -205,7 +209,7 @@ def _check():
     import libpkg.top
     leaf = sys.modules["libpkg.leaf"]
     assert libpkg.top.leaf is leaf and libpkg.leaf is leaf
-    assert libpkg.top.DOUBLE == 84 and sys.leaf_runs == 1
+    assert libpkg.top.DOUBLE == 84 and sys.leaf_runs == 1 and sys.top_runs == 1
     names = list(sys.modules)
     assert names.index("libpkg") < names.index("libpkg.leaf") < names.index("libpkg.top")
 
@@ -220,6 +224,71 @@ def test_second():
 """
     )
     result = _run(pytester, "--rootdir", str(proj), str(proj / "test_lib.py"))
+    result.assert_outcomes(passed=3)
+
+
+def test_a_module_a_finder_imports_while_finding_comes_back_as_itself(
+    pytester: pytest.Pytester,
+) -> None:
+    # A library meta path finder that imports the module an alias stands for while it
+    # makes the alias's spec (as six.moves does): after the unload at the end of the first
+    # test, the second test's import of the alias brings the same module back, without
+    # executing it again.
+    lib = pytester.mkdir("lib")
+    (lib / "realmod.py").write_text(
+        "import sys\nsys.real_runs = getattr(sys, 'real_runs', 0) + 1\nVALUE = 7\n"
+    )
+    (lib / "aliasfinder.py").write_text(
+        """
+import importlib, importlib.abc, importlib.util, sys
+
+class _Loader(importlib.abc.Loader):
+    def __init__(self, target):
+        self.target = target
+
+    def create_module(self, spec):
+        return self.target
+
+    def exec_module(self, module):
+        pass
+
+class AliasFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name != "alias_of_real":
+            return None
+        real = importlib.import_module("realmod")
+        return importlib.util.spec_from_loader(name, _Loader(real))
+
+sys.meta_path.append(AliasFinder())
+"""
+    )
+    proj = pytester.mkdir("proj")
+    (proj / "conftest.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(lib)!r})\nimport aliasfinder\n"
+    )
+    (proj / "test_alias.py").write_text(
+        """
+import sys
+
+def _check():
+    import alias_of_real
+    assert alias_of_real.VALUE == 7 and sys.real_runs == 1
+    assert sys.modules["realmod"] is alias_of_real
+    seen = getattr(sys, "real_seen", None)
+    assert seen is None or seen is alias_of_real
+    sys.real_seen = alias_of_real
+
+def test_first():
+    _check()
+
+def test_neither():
+    assert "realmod" not in sys.modules and "alias_of_real" not in sys.modules
+
+def test_second():
+    _check()
+"""
+    )
+    result = _run(pytester, "--rootdir", str(proj), str(proj / "test_alias.py"))
     result.assert_outcomes(passed=3)
 
 
