@@ -463,7 +463,7 @@ class _Inputs:
     a copy of the whole environment when it went through all of them), and the platform
     names.  A module whose inputs differ now is executed again instead of reinstated."""
 
-    __slots__ = ("imports", "names", "env", "every", "platform")
+    __slots__ = ("imports", "names", "env", "every", "platform", "_flat")
 
     def __init__(self) -> None:
         self.imports: dict[str, object] = {}
@@ -471,6 +471,38 @@ class _Inputs:
         self.env: dict[str, str | None] = {}
         self.every: dict[Any, Any] | None = None
         self.platform = (sys.platform, os.name)
+        self._flat: _FlatInputs | None = None
+
+    def flat(self) -> _FlatInputs:
+        """The same, laid out for comparisons in C (made once the import is over: the
+        inputs no longer change)."""
+        flat = self._flat
+        if flat is None:
+            by_owner: dict[str, tuple[list[str], list[object]]] = {}
+            for (owner, attr), obj in self.names.items():
+                attrs, objs = by_owner.setdefault(owner, ([], []))
+                attrs.append(attr)
+                objs.append(obj)
+            flat = self._flat = (
+                tuple(self.imports),
+                tuple(self.imports.values()),
+                tuple((owner, tuple(a), tuple(o)) for owner, (a, o) in by_owner.items()),
+                tuple(self.env),
+                tuple(self.env.values()),
+            )
+        return flat
+
+
+# _Inputs.flat(): the imported names and the modules they got; per module that names were
+# taken from, its name, the attributes and the objects; the environment variables read
+# and their values.
+_FlatInputs = tuple[
+    tuple[str, ...],
+    tuple[object, ...],
+    tuple[tuple[str, tuple[str, ...], tuple[object, ...]], ...],
+    tuple[str, ...],
+    tuple["str | None", ...],
+]
 
 
 # The inputs of the first imports running now in each thread, innermost last (an import
@@ -531,6 +563,7 @@ def _note_import(inputs: _Inputs, name: str, globals: Any, fromlist: Any, level:
 
 
 _ABSENT: Final = object()
+_ABSENTS: Final = itertools.repeat(_ABSENT)
 
 
 def _env_value(key: Any) -> str | None:
@@ -808,28 +841,35 @@ class UnloadedFinder:
         inputs = fresh[6]
         if inputs.platform != (sys.platform, os.name):
             return True
-        for key, value in inputs.env.items():
-            if _env_value(key) != value:
-                return True
+        names, objs, taken, keys, values = inputs.flat()
+        # Each check below runs in C over all its inputs; Python only looks at the ones
+        # that differ (modules unloaded since, which come back as themselves unless stale).
+        if keys and any(map(operator.ne, map(_env_value, keys), values)):
+            return True
         if inputs.every is not None and inputs.every != _environ._data:
             return True
         mods = sys.modules
-        for name, obj in inputs.imports.items():
-            now = mods.get(name)
-            if now is obj:
-                continue
-            if now is not None or self.cache.get(name) is not obj:
+        cache = self.cache
+        for name in itertools.compress(names, map(operator.is_not, map(mods.get, names), objs)):
+            obj = inputs.imports[name]
+            if mods.get(name) is not None or cache.get(name) is not obj:
                 return True  # another module there now, or none that comes back
-            # Unloaded since: it comes back as itself unless it is stale too.
             if self._stale(obj):  # type: ignore[arg-type]
                 return True
-        for (name, attr), obj in inputs.names.items():
-            owner = mods.get(name)
+        space: Any
+        for owner_name, attrs, got in taken:
+            owner = mods.get(owner_name)
             if owner is None:
-                owner_fresh = self.fresh.get(self.cache[name]) if name in self.cache else None
-                if owner_fresh is None or owner_fresh[0].get(attr, _ABSENT) is not obj:
+                cached = cache.get(owner_name)
+                owner_fresh = self.fresh.get(cached) if cached is not None else None
+                if owner_fresh is None:
                     return True
-            elif getattr(owner, "__dict__", {}).get(attr, _ABSENT) is not obj:
+                space = owner_fresh[0]
+            else:
+                space = getattr(owner, "__dict__", None)
+                if not isinstance(space, dict):
+                    return True
+            if any(map(operator.is_not, map(space.get, attrs, _ABSENTS), got)):
                 return True
         return False
 
