@@ -33,6 +33,8 @@ _PATH_EVENTS: Final = {
     "os.symlink": (1,),
     "shutil.rmtree": (0,),
     "shutil.move": (0, 1),
+    # Changes no file, but where relative paths lead: counted in ``writes`` only.
+    "os.chdir": (),
 }
 # Events that start a process: only after one does the resetter look for leaked children.
 _SPAWN_EVENTS: Final = frozenset({"subprocess.Popen", "os.fork", "os.forkpty", "os.posix_spawn"})
@@ -91,8 +93,9 @@ class FileGuard:
         self.defaults_written = False  # a function's __defaults__/__kwdefaults__ was set
         self.spawned = False  # the test started a process
         # Events that may have changed a file anywhere (tmp dirs, pytest's and isolator's
-        # own writes included) or started a process that may: the import finder looks at
-        # an unloaded module's file again only after one (see UnloadedFinder._rewritten).
+        # own writes included) or started a process that may, and changes of directory:
+        # the import finder looks at an unloaded module's file, and at the current
+        # directory, again only after one (see UnloadedFinder._rewritten, _cwd).
         self.writes = 0
         self.journal = os.path.join(backup_dir, "journal.json")
 

@@ -33,6 +33,7 @@ from isolator import _classes, _versions
 from isolator._state import moved_entries
 
 NOTSET: Final = object()
+_NOTSETS: Final = itertools.repeat(NOTSET)
 _CURRENT: Final = object()  # UndoLog.note: the old value is the one in the module now
 _EXT_SUFFIXES: Final = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 # Never unloaded: the test runner's own machinery and modules that hold process-wide
@@ -204,9 +205,7 @@ class LibraryWatch:
             return
         for i in self._moved(now):
             d, snap, mod = self.dicts[i], self.snaps[i], self.mods[i]
-            changed = [k for k in snap if k not in d]
-            changed += [k for k, v in d.items() if snap.get(k, NOTSET) is not v]
-            for name in changed:
+            for name in _changed_names(d, snap):
                 log.note(mod, name, snap.get(name, NOTSET))
             self.snaps[i] = dict(d)
         self.image = now
@@ -230,6 +229,15 @@ class LibraryWatch:
                 image[8 * i : 8 * i + 8] = self.views[i]  # that module's tag only
         if image is not None:
             self.image = bytes(image)
+
+
+def _changed_names(d: dict[str, Any], snap: dict[str, Any]) -> list[str]:
+    """The names bound, rebound or deleted in ``d`` since ``snap`` (a copy of it), found
+    in C: a module's whole namespace is compared, not only the names written."""
+    gone = snap.keys() - d.keys()
+    changed = [k for k in snap if k in gone] if gone else []
+    changed += itertools.compress(d, map(operator.is_not, map(snap.get, d, _NOTSETS), d.values()))
+    return changed
 
 
 WATCH: LibraryWatch | None = None
@@ -395,6 +403,12 @@ class _FirstImports:
 
     def get(self, module: types.ModuleType) -> _Fresh | None:
         d = module.__dict__
+        try:  # the common case, asked several times for each module of a family
+            entry = d["__spec__"].__dict__[_FIRST_IMPORT]
+            if entry[0]() is module:
+                return entry[1]  # type: ignore[no-any-return]
+        except (KeyError, AttributeError, TypeError):
+            pass
         for holder in (d.get("__spec__"), d.get("__loader__")):
             entry = getattr(holder, "__dict__", {}).get(_FIRST_IMPORT)
             if entry is not None and entry[0]() is module:
@@ -988,6 +1002,7 @@ class UnloadedFinder:
         self.probe = None
         self.snapshot = None
         self.writes = None
+        _CWD[0] = _CWD[1] = None
 
 
 def _stamp(path: object) -> tuple[int, int] | None:
@@ -1005,10 +1020,7 @@ def _where(path: Any) -> tuple[Any, ...]:
     themselves: the finders, the search path (relative entries: the cwd) and the package
     path.  Files that tests create are put back by the file guard, and code that creates
     importable files calls importlib.invalidate_caches(), which clears what was found."""
-    try:
-        cwd: str | None = os.getcwd()
-    except OSError:
-        cwd = None  # deleted: relative entries find nothing
+    cwd = _cwd()
     return (
         tuple(sys.meta_path),
         tuple(sys.path_hooks),
@@ -1016,6 +1028,27 @@ def _where(path: Any) -> tuple[Any, ...]:
         None if path is None else tuple(path),
         cwd,
     )
+
+
+# (FINDER.writes() when the current directory was last read, that directory)
+_CWD: list[Any] = [None, None]
+
+
+def _cwd() -> str | None:
+    """``os.getcwd()`` (None: deleted, so relative entries find nothing), read again only
+    after the file guard saw a change of directory or a write (a rename of a directory
+    above it) since the last read: a reinstated family asks where imports look once per
+    module."""
+    writes = FINDER.writes
+    key = writes() if writes is not None else None
+    if key is not None and _CWD[0] == key:
+        return _CWD[1]  # type: ignore[no-any-return]
+    try:
+        cwd: str | None = os.getcwd()
+    except OSError:
+        cwd = None
+    _CWD[0], _CWD[1] = key, cwd
+    return cwd
 
 
 def _importing() -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import _thread
 import fnmatch
+import functools
 import gc
 import os
 import re
@@ -362,7 +363,7 @@ class Resetter:
         _modules.FINDER.probe = self._import_probe
         _modules.FINDER.snapshot = self._module_snapshot
         files = self.files
-        _modules.FINDER.writes = lambda: files.writes
+        _modules.FINDER.writes = functools.partial(getattr, files, "writes")  # (no Python frame)
         self.swapped = _modules.watch_library_modules(self.is_project)
         self.threads = set(threading.enumerate())
         self.thread_count = _thread._count()

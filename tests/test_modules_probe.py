@@ -483,6 +483,33 @@ def test_comes_back_again():
     _run(pytester, "-v").assert_outcomes(passed=7)
 
 
+def test_a_module_on_a_relative_path_entry_is_found_from_the_current_directory(
+    pytester: pytest.Pytester,
+) -> None:
+    # A relative sys.path entry finds modules from the current directory: after a test
+    # that changed directory, an unloaded module comes back only when a new import would
+    # find the same file from where the test is now.
+    for name in ("a", "b"):
+        found = pytester.mkdir(name) / "pkgdir"
+        found.mkdir()
+        (found / "rel.py").write_text(f"NAME = {name!r}\n")
+    pytester.makeconftest("import sys\nsys.path.insert(0, 'pkgdir')\n")
+    pytester.makepyfile(
+        test_rel="""
+import sys
+import pytest
+
+@pytest.mark.parametrize("where", ["a", "a", "b", "a", "b", "b"])
+def test_finds_it_from_here(where, monkeypatch, pytestconfig):
+    monkeypatch.chdir(pytestconfig.rootpath / where)
+    sys.path_importer_cache.pop("pkgdir", None)
+    import rel
+    assert rel.NAME == where
+"""
+    )
+    _run(pytester, "-v").assert_outcomes(passed=6)
+
+
 def test_a_module_a_test_unloads_and_drops_is_collected(pytester: pytest.Pytester) -> None:
     # isolator keeps each module's first import to bring it back after an unload; that
     # must not keep alive a module the test itself took out of sys.modules, also when its
