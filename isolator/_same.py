@@ -108,6 +108,25 @@ def _class_namespace(cls: type) -> dict[str, Any]:
     return {k: v for k, v in vars(cls).items() if k not in _PER_CLASS}
 
 
+def _same_pattern(x: Any, y: Any) -> bool:
+    """Two compiled regular expressions of one type made from the same source: what
+    compiling gives is a function of the pattern, the flags and (the ``regex`` module's)
+    named lists.  The ``regex`` module's patterns compare by identity, and its cache of
+    compiled patterns is bounded, so a recomputed memo entry holds a new, equal one."""
+    t = type(x)
+    if t.__name__ != "Pattern" or type(y) is not t:
+        return False
+    try:
+        return bool(
+            x.pattern == y.pattern
+            and type(x.pattern) is type(y.pattern)
+            and x.flags == y.flags
+            and getattr(x, "named_lists", None) == getattr(y, "named_lists", None)
+        )
+    except Exception:
+        return False
+
+
 def same_value(a: object, b: object, budget: int = _BUDGET) -> bool:
     """Whether ``a`` and ``b`` are isomorphic object graphs (see the module docstring)."""
     if a is b:
@@ -292,7 +311,8 @@ class _Matcher:
             # A leaf with state of its own in C (decimals, dates, patterns, partials):
             # only its own equality can tell.
             if getattr(type(x), "__eq__", None) is object.__eq__ or not bool(x == y):
-                raise _NotSame
+                if not _same_pattern(x, y):
+                    raise _NotSame
             return []
         if k == _METHOD:
             if x.__func__ is not y.__func__:

@@ -12,6 +12,7 @@ lives exactly as long as the fixture that made it::
 from __future__ import annotations
 
 import _thread
+import ast
 import fnmatch
 import functools
 import gc
@@ -197,6 +198,29 @@ def _revert(snap: dict[Any, Any], delta: dict[Any, tuple[object, object]]) -> No
             snap[k] = old
 
 
+def _effect_calls(tree: ast.Module) -> dict[tuple[int, str], bool]:
+    """(first line, name) of each function of a module -> whether its body calls one of
+    ``_EFFECT_NAMES`` (``print(...)``, ``logger.info(...)``, ``warnings.warn(...)``), or
+    hands one on as a value; an attribute only read (``self.info["name"]``) is none."""
+    out: dict[tuple[int, str], bool] = {}
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
+        called = False
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Name) and node.id in _EFFECT_NAMES:
+                called = True  # print, a logging function imported by name, warn
+            elif isinstance(node, ast.Call):
+                f = node.func
+                called = isinstance(f, ast.Attribute) and f.attr in _EFFECT_NAMES
+            if called:
+                break
+        key = (first, fn.name)
+        out[key] = out.get(key, False) or called
+    return out
+
+
 def _dirty_sibling(
     t: StateTable,
     i: int,
@@ -311,6 +335,9 @@ class Resetter:
         self._static: dict[str, Any] = {}
         self._sources: dict[str, bytes] = {}
         self._names_by_code: dict[str, dict[tuple[int, str], frozenset[str]] | None] = {}
+        # file -> (first line, name) of each function -> whether it calls an effect's name
+        # (``log.info(...)``, not ``self.info["name"]``); see _effect_calls.
+        self._effect_calls: dict[str, dict[tuple[int, str], bool]] = {}
         self._file_cache: Any = None  # isolator.analysis._tree.FileCache, made on first use
         self.store_root = rootdir  # where .isolator/ is
         # A module file -> whether it is project code (by where it is: the rootdir, not a
@@ -965,8 +992,14 @@ class Resetter:
         names = self._code_names(mod)
         if names is None:
             return True
-        used = names.get((code.firstlineno, code.qualname.rpartition(".")[2]))
-        return used is None or not _EFFECT_NAMES.isdisjoint(used)
+        key = (code.firstlineno, code.qualname.rpartition(".")[2])
+        used = names.get(key)
+        if used is None:
+            return True
+        if _EFFECT_NAMES.isdisjoint(used):
+            return False
+        calls = self._effect_calls.get(getattr(mod, "__file__", None) or "")
+        return True if calls is None else calls.get(key, True)
 
     def _kept_together(self, site: str, beside: list[str]) -> bool:
         """Whether code of ``site``'s module that writes ``site`` also writes one of the
@@ -1044,6 +1077,11 @@ class Resetter:
                 key = (code.co_firstlineno, code.co_name)
                 out[key] = out.get(key, frozenset()) | frozenset(code.co_names)
                 todo += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+            try:
+                with open(f, "rb") as fh:
+                    self._effect_calls[f] = _effect_calls(ast.parse(fh.read(), f))
+            except (OSError, SyntaxError, ValueError):
+                pass
         self._names_by_code[f] = out
         return out
 

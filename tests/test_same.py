@@ -302,3 +302,22 @@ def test_a_grammar_like_memo_is_learned(pytester: pytest.Pytester, learn: bool) 
         assert "kept 1 memo entry" in out and "grammar:CACHE['py']" in out
     else:
         assert "memo entr" not in out
+
+
+class Pattern(functools.partial):  # type: ignore[type-arg]
+    """A stand-in for a compiled pattern whose type compares by identity (the ``regex``
+    module's): state in C (a subclass of a C type), the source and flags as attributes."""
+
+    def __new__(cls, pattern: str, flags: int = 0) -> Pattern:
+        self = super().__new__(cls, print)
+        self.pattern = pattern
+        self.flags = flags
+        return self
+
+
+def test_compiled_patterns_from_the_same_source_and_flags_are_the_same() -> None:
+    a, b = Pattern("(a|b)c", 2), Pattern("(a|b)c", 2)
+    assert a != b
+    assert same_value({"en": a}, {"en": b})
+    assert not same_value({"en": a}, {"en": Pattern("(a|b)c", 0)})
+    assert not same_value({"en": a}, {"en": Pattern("(a|b)d", 2)})

@@ -230,6 +230,42 @@ _SKIP_FIELDS: Final = frozenset({"ctx", "op", "ops", "type_comment", "type_ignor
 _CHILD_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
 
 
+def _own_nodes(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterable[ast.AST]:
+    """The nodes of a function's body, not those of the functions, lambdas and classes
+    defined in it (their code runs when they are called)."""
+    todo: list[ast.AST] = list(fn.body)
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(node))
+
+
+def _filled_params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
+    """The parameters whose container the function changes (an item stored or deleted, a
+    mutating method called) and never rebinds: a helper handed the cache to fill."""
+    a = fn.args
+    params = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+    filled: set[str] = set()
+    rebound: set[str] = set()
+    for node in _own_nodes(fn):
+        if isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load):
+            target = node.value
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _MUTATORS
+        ):
+            target = node.func.value
+        else:
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                rebound.add(node.id)
+            continue
+        if isinstance(target, ast.Name) and target.id in params:
+            filled.add(target.id)
+    return frozenset(filled - rebound)
+
+
 def _child_fields(cls: type[ast.AST]) -> tuple[str, ...]:
     fields = _CHILD_FIELDS.get(cls)
     if fields is None:
@@ -978,6 +1014,7 @@ class _Recorder(_Visitor):
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
+        self._filled_by_call(node)
         func = node.func
         if (
             isinstance(func, ast.Attribute)
@@ -1001,6 +1038,59 @@ class _Recorder(_Visitor):
         elif isinstance(func, ast.Name) and self._builtin_call(func.id, node):
             return
         self.generic_visit(node)
+
+    def _filled_by_call(self, node: ast.Call) -> None:
+        """A call of a function of this module that fills a container it is handed writes
+        what the caller hands it: ``self._add_to_cache(cache=self._regex_cache, ...)``
+        writes the class's cache, from the caller (the helper itself writes a parameter,
+        which is no site)."""
+        found = self._callee(node.func)
+        if found is None:
+            return
+        fn, bound = found
+        filled = self.an.filled_params(fn)
+        if not filled or any(isinstance(a, ast.Starred) for a in node.args):
+            return
+        a = fn.args
+        positional = [p.arg for p in (*a.posonlyargs, *a.args)][1 if bound else 0 :]
+        given = dict(zip(positional, node.args))
+        given.update((k.arg, k.value) for k in node.keywords if k.arg is not None)
+        for name in filled:
+            expr = given.get(name)
+            if expr is None:
+                continue
+            refs, _ = self._chain(expr)
+            for r in refs:
+                if r.kind == "obj":
+                    self._write(r, node.lineno)
+
+    def _callee(self, func: ast.expr) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, bool] | None:
+        """The def a call runs when it is this module's own, and whether the call passes
+        the first parameter itself (a method called on ``self`` or ``cls``)."""
+        an = self.an
+        if isinstance(func, ast.Name):
+            for r in self._name_refs(func.id, self.scope):
+                if r.module == an.modname and r.path == func.id:
+                    fn = an.module_scope.defs.get(func.id)
+                    if fn is not None:
+                        return fn, False
+            return None
+        if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+            return None
+        for r in self._name_refs(func.value.id, self.scope):
+            if r.kind not in ("inst", "class") or r.module != an.modname:
+                continue
+            entry = an.class_nodes.get(an.owner_class(r.path, an.mangle(func.attr, self.scope)))
+            fn = entry[1].defs.get(an.mangle(func.attr, self.scope)) if entry else None
+            if fn is None:
+                continue
+            deco = {_terminal_name(d) for d in fn.decorator_list}
+            if "staticmethod" in deco:
+                return fn, False
+            if "classmethod" in deco or fn.name in _IMPLICIT_CLASSMETHODS:
+                return fn, True
+            return fn, r.kind == "inst"
+        return None
 
     def _visit_args(self, node: ast.Call) -> None:
         for a in node.args:
@@ -1124,8 +1214,15 @@ class _Analyzer:
         self.rebinds: set[str] = set()
         self.rebound_globals: dict[str, int] = {}
         self.cell_uses: dict[tuple[_Scope, str], set[_Scope]] = {}
+        self._filled: dict[ast.AST, frozenset[str]] = {}
 
     # -- helpers used by both passes ----------------------------------------------------
+    def filled_params(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
+        got = self._filled.get(fn)
+        if got is None:
+            got = self._filled[fn] = _filled_params(fn)
+        return got
+
     def new_code(self, qualname: str, firstlineno: int) -> _Code:
         code = _Code(qualname, firstlineno)
         self.codes.append(code)

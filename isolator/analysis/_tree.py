@@ -22,7 +22,7 @@ from isolator.analysis._model import (
 CACHE_FILE: Final = "static-cache.json"
 _CACHE_SCHEMA: Final = "isolator.static-cache/1"
 # Bump when the analysis changes what it reports, so old cache entries are not reused.
-_ANALYZER_VERSION: Final = 2
+_ANALYZER_VERSION: Final = 3
 _PY_KEY: Final = (
     f"{sys.implementation.name}-{sys.version_info[0]}.{sys.version_info[1]}-a{_ANALYZER_VERSION}"
 )

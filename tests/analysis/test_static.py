@@ -192,6 +192,49 @@ def test_lookups_in_globals_are_reads_of_the_global() -> None:
     assert code(state, "conn2").reads == {"m:_conn"}
 
 
+def test_a_helper_handed_a_container_writes_it_at_the_call() -> None:
+    # A helper that fills whatever container it is handed writes, at each call, what the
+    # caller hands it (by position, by keyword, to a method or a function).  A parameter
+    # the helper rebinds is not the caller's object any more.
+    state = analyze(
+        """
+        CACHE = {}
+        QUEUE = []
+
+        def _put(cache, key, value):
+            cache[key] = value
+
+        def _rebinds(cache):
+            cache = dict(cache)
+            cache["x"] = 1
+
+        def fill():
+            _put(CACHE, "k", 1)
+            _rebinds(CACHE)
+
+        class Table:
+            _rows = {}
+            _order = []
+
+            def _add(self, value, cache):
+                entry = cache.pop("k", {})
+                entry["name"] = value
+                cache["k"] = entry
+
+            def row(self):
+                self._add(cache=self._rows, value=2)
+
+            def both(self):
+                self._add(1, self._order)
+        """
+    )
+    assert "m:CACHE" in code(state, "fill").writes
+    assert set(code(state, "Table.row").writes) == {"m:Table._rows"}
+    assert "m:Table._order" in code(state, "Table.both").writes
+    assert "m:Table._rows" not in code(state, "Table.both").writes
+    assert not code(state, "_put").writes and not code(state, "_rebinds").writes
+
+
 def test_class_attributes() -> None:
     state = analyze(
         """
