@@ -746,6 +746,24 @@ class StateTable:
             self.forget_versions()  # same watches: only the snapshots are new
         self.changed()
 
+    def watch_kept(self, i: int, pairs: list[tuple[Any, Any]], prefixes: tuple[str, ...]) -> None:
+        """Watch the mutable objects held by entries that joined watch ``i``'s baseline
+        after it was taken (memo entries learned): what a later test changes inside them
+        is put back like the rest of the baseline, not left to the tests after it."""
+        kind, site, depth = self.kinds[i], self.sites[i], self.depths[i]
+        budget = [_MAX_WATCHES_PER_MODULE]
+        watched = len(self.lives)
+        for k, v in pairs:
+            if kind == MODULE:
+                self._walk_guarded(f"{self.modname}:{k}", v, self.modname, prefixes, 0, budget)
+            elif kind == DICT:
+                self._walk_guarded(f"{site}[{k!r}]", v, self.modname, prefixes, depth + 1, budget)
+            else:
+                self._walk_guarded(f"{site}.{k}", v, self.modname, prefixes, depth + 1, budget)
+        if len(self.lives) != watched:
+            self.vidx = None  # sorted again on next use (new tag cells, views, slot checks)
+            self.changed()
+
     def split(self) -> None:
         """Sort the watches into tag-checked and compared ones (once; watches are fixed
         after building)."""

@@ -323,6 +323,8 @@ class Resetter:
         self.memo_verified: dict[str, set[str]] = {}
         self.memo_prior_kept = 0
         self.memo_kept: list[str] = []
+        # Memo entries kept during a table's reset, whose values are watched at its end.
+        self._kept_values: list[tuple[StateTable, int, list[tuple[Any, Any]]]] = []
         self._module_names_seen: set[str] = set()
         # The module of the test being checked (set by the plugin), and what the static
         # pass says about memo candidates: (site, test module's file or name, a writer
@@ -799,6 +801,11 @@ class Resetter:
             t.absorb(left[0], (left[1], left[2], left[3], []), tuple(self.project))
         elif pending:
             t.verified(pending)
+        if self._kept_values:
+            prefixes = tuple(self.project)
+            for kt, i, pairs in self._kept_values:
+                kt.watch_kept(i, pairs, prefixes)
+            self._kept_values.clear()
 
     def _keep_memo(
         self, t: StateTable, i: int, keys: list[Any], alone: Callable[[], bool] = lambda: True
@@ -918,6 +925,10 @@ class Resetter:
                     self.memo_verified.setdefault(site, set()).add(name)
             else:
                 self.memo[key] = (v, 0, seen[2] + 1)
+        if keep:
+            # What a kept entry holds is watched from now on (after the other watches of
+            # this check: new ones go at the end of the table).
+            self._kept_values.append((t, i, keep))
         for k, v in keep:
             snap[k] = v
             self.memo_kept.append(

@@ -1704,6 +1704,42 @@ def test_uses(n):
     assert "lib:Table._squares[3]" in kept[0] and "lib:Table._names[3]" in kept[0]
 
 
+def test_what_a_learned_memo_entry_holds_is_put_back_when_a_later_test_changes_it(
+    pytester: pytest.Pytester,
+) -> None:
+    # A memo entry learned into the baseline holds a dict: a later test that adds to it,
+    # rebinds or deletes one of its items must not leave that to the tests after it (in a
+    # fresh process each of them computes the entry anew).  Also on the next run, where
+    # the entry is kept at once.
+    pytester.makepyfile(
+        lib="""
+_cache = {}
+def get(key):
+    if key not in _cache:
+        _cache[key] = {"x": (key, 1)}
+    return _cache[key]
+""",
+        test_lib="""
+import lib
+def test_1(): assert lib.get("a")["x"] == ("a", 1)
+def test_2(): assert lib.get("a")["x"] == ("a", 1)
+def test_adds(): lib.get("a")["y"] = 2
+def test_sees_no_addition(): assert "y" not in lib.get("a")
+def test_rebinds(): lib.get("a")["x"] = "changed"
+def test_sees_no_rebinding(): assert lib.get("a")["x"] == ("a", 1)
+def test_deletes(): del lib.get("a")["x"]
+def test_sees_it_whole(): assert lib.get("a") == {"x": ("a", 1)}
+""",
+    )
+    for _ in range(2):  # the second run keeps the entry at once
+        result = pytester.runpytest_subprocess(
+            "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator"
+        )
+        result.assert_outcomes(passed=8)
+        kept = [line for line in result.outlines if line.startswith("kept 1 memo entry")]
+        assert len(kept) == 1 and "lib:_cache['a']" in kept[0], result.outlines
+
+
 def test_memo_entries_verified_in_an_earlier_run_of_the_same_code_are_kept_at_once(
     pytester: pytest.Pytester,
 ) -> None:
