@@ -409,10 +409,10 @@ class _FirstImports:
                 return entry[1]  # type: ignore[no-any-return]
         except (KeyError, AttributeError, TypeError):
             pass
-        for holder in (d.get("__spec__"), d.get("__loader__")):
-            entry = getattr(holder, "__dict__", {}).get(_FIRST_IMPORT)
-            if entry is not None and entry[0]() is module:
-                return entry[1]  # type: ignore[no-any-return]
+        # Imported under another name since (six.moves): its loader holds it.
+        entry = getattr(d.get("__loader__"), "__dict__", {}).get(_FIRST_IMPORT)
+        if entry is not None and entry[0]() is module:
+            return entry[1]  # type: ignore[no-any-return]
         return None
 
     def forget(self, module: types.ModuleType) -> None:

@@ -676,7 +676,7 @@ class StateTable:
         fixture frame may hold the old ones), and watch the mutable objects newly bound
         there.  Costs what changed, where rebuilding the table walks the whole module."""
         budget = [_MAX_WATCHES_PER_MODULE]
-        fresh: list[tuple[str, Any, int]] = []
+        fresh: list[tuple[str, int, Any]] = []
         for i in idx:
             kind, live, old, site, depth = (
                 self.kinds[i],
@@ -692,20 +692,15 @@ class StateTable:
                     if k not in live or (isinstance(k, str) and k in _SKIP_NAMES):
                         continue
                     v = live[k]
-                    if kind == MODULE:
-                        if k in self._imported or isinstance(v, types.ModuleType):
-                            continue
-                        fresh.append((f"{self.modname}:{k}", v, 0))
-                    elif kind == DICT:
-                        fresh.append((f"{site}[{k!r}]", v, depth + 1))
-                    else:
-                        fresh.append((f"{site}.{k}", v, depth + 1))
+                    if kind == MODULE and (k in self._imported or isinstance(v, types.ModuleType)):
+                        continue
+                    fresh.append((*self._entry_site(i, k), v))
             elif kind == LIST:
                 self.snaps[i] = list(live)
-                fresh += [(site, v, depth + 1) for v in live[:_MAX_ELEMENTS_PER_CONTAINER]]
+                fresh += [(site, depth + 1, v) for v in live[:_MAX_ELEMENTS_PER_CONTAINER]]
             elif kind == DEQUE:
                 self.snaps[i] = collections.deque(live, live.maxlen)
-                fresh += [(site, v, depth + 1) for v in list(live)[:_MAX_ELEMENTS_PER_CONTAINER]]
+                fresh += [(site, depth + 1, v) for v in list(live)[:_MAX_ELEMENTS_PER_CONTAINER]]
             elif kind == SET:
                 self.snaps[i] = set(live)
             elif kind == BYTEARRAY:
@@ -731,14 +726,14 @@ class StateTable:
             contents = _cell_get(cell)
             self.cells[j] = (site, cell, contents)
             if contents is not _EMPTY:
-                fresh.append((site, contents, 1))
+                fresh.append((site, 1, contents))
         for j in defaults:
             site, fn, _, _ = self.defaults[j]
             self.defaults[j] = (site, fn, fn.__defaults__, fn.__kwdefaults__)
             for n, d in enumerate(fn.__defaults__ or ()):
-                fresh.append((f"{site}.__defaults__[{n}]", d, 1))
+                fresh.append((f"{site}.__defaults__[{n}]", 1, d))
         watched = len(self.lives)
-        for site, value, depth in fresh:
+        for site, depth, value in fresh:
             self._walk_guarded(site, value, self.modname, prefixes, depth, budget)
         if len(self.lives) != watched or self.vidx is None:
             self.vidx = None  # sorted again on next use (new tag cells, views, slot checks)
@@ -746,20 +741,25 @@ class StateTable:
             self.forget_versions()  # same watches: only the snapshots are new
         self.changed()
 
+    def _entry_site(self, i: int, k: Any) -> tuple[str, int]:
+        """The site and walk depth of entry ``k`` of mapping watch ``i`` (a module's name,
+        a dict's key, an object's or a class's attribute), as the baseline walk names it."""
+        kind, site, depth = self.kinds[i], self.sites[i], self.depths[i]
+        if kind == MODULE:
+            return f"{self.modname}:{k}", 0
+        if kind == DICT:
+            return f"{site}[{k!r}]", depth + 1
+        return f"{site}.{k}", depth + 1
+
     def watch_kept(self, i: int, pairs: list[tuple[Any, Any]], prefixes: tuple[str, ...]) -> None:
         """Watch the mutable objects held by entries that joined watch ``i``'s baseline
         after it was taken (memo entries learned): what a later test changes inside them
         is put back like the rest of the baseline, not left to the tests after it."""
-        kind, site, depth = self.kinds[i], self.sites[i], self.depths[i]
         budget = [_MAX_WATCHES_PER_MODULE]
         watched = len(self.lives)
         for k, v in pairs:
-            if kind == MODULE:
-                self._walk_guarded(f"{self.modname}:{k}", v, self.modname, prefixes, 0, budget)
-            elif kind == DICT:
-                self._walk_guarded(f"{site}[{k!r}]", v, self.modname, prefixes, depth + 1, budget)
-            else:
-                self._walk_guarded(f"{site}.{k}", v, self.modname, prefixes, depth + 1, budget)
+            site, depth = self._entry_site(i, k)
+            self._walk_guarded(site, v, self.modname, prefixes, depth, budget)
         if len(self.lives) != watched:
             self.vidx = None  # sorted again on next use (new tag cells, views, slot checks)
             self.changed()

@@ -1077,7 +1077,8 @@ class Resetter:
         out: dict[tuple[int, str], frozenset[str]] | None = None
         try:
             with open(f, "rb") as fh:
-                top = compile(fh.read(), f, "exec", dont_inherit=True)
+                tree = ast.parse(fh.read(), f)
+            top = compile(tree, f, "exec", dont_inherit=True)
         except (OSError, SyntaxError, ValueError):
             pass
         else:
@@ -1088,11 +1089,7 @@ class Resetter:
                 key = (code.co_firstlineno, code.co_name)
                 out[key] = out.get(key, frozenset()) | frozenset(code.co_names)
                 todo += [c for c in code.co_consts if isinstance(c, types.CodeType)]
-            try:
-                with open(f, "rb") as fh:
-                    self._effect_calls[f] = _effect_calls(ast.parse(fh.read(), f))
-            except (OSError, SyntaxError, ValueError):
-                pass
+            self._effect_calls[f] = _effect_calls(tree)
         self._names_by_code[f] = out
         return out
 

@@ -1077,11 +1077,12 @@ class _Recorder(_Visitor):
             return None
         if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
             return None
+        attr = an.mangle(func.attr, self.scope)
         for r in self._name_refs(func.value.id, self.scope):
             if r.kind not in ("inst", "class") or r.module != an.modname:
                 continue
-            entry = an.class_nodes.get(an.owner_class(r.path, an.mangle(func.attr, self.scope)))
-            fn = entry[1].defs.get(an.mangle(func.attr, self.scope)) if entry else None
+            entry = an.class_nodes.get(an.owner_class(r.path, attr))
+            fn = entry[1].defs.get(attr) if entry else None
             if fn is None:
                 continue
             deco = {_terminal_name(d) for d in fn.decorator_list}
