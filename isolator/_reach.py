@@ -22,6 +22,7 @@ from isolator._state import (
     OPAQUE,
     SLOTS,
     TAGS,
+    _ClassOf,
     image_epoch,
     moved_entries,
     parts_epoch,
@@ -146,6 +147,18 @@ class Scope:
             self.caches,
             self.cache_sizes,
         ) = [list(_cat(map(g, parts))) for g in _PART]
+        # Watched classes of instances (``_ClassOf``, a Python property each) are read in
+        # C as ``type(obj)``: a test module's thousands of objects cost a pass, not a
+        # Python call apiece.  The combined lists above still name the owners.
+        is_class = list(map(operator.is_, map(type, self.cells), itertools.repeat(_ClassOf)))
+        if any(is_class):
+            self.plain_cells = [c for c, k in zip(self.cells, is_class) if not k]
+            self.plain_old = [o for o, k in zip(self.cell_old, is_class) if not k]
+            self.class_objs = [c.obj for c, k in zip(self.cells, is_class) if k]
+            self.class_old = [o for o, k in zip(self.cell_old, is_class) if k]
+        else:
+            self.plain_cells, self.plain_old = self.cells, self.cell_old
+            self.class_objs, self.class_old = [], []
         self.opaque = (
             [(t, i) for t in tables if t.opaque for i in range(len(t.opaque))]
             if any(map(_OPAQUE, tables))
@@ -223,7 +236,10 @@ class Scope:
                 flags = map(operator.ne, self.lives, self.snaps)
                 for t in itertools.compress(self._owners(_LIVES), flags):
                     hits[t] = hits.get(t, 0) | LIVES
-            if self.cells and any(map(operator.is_not, map(_CELL, self.cells), self.cell_old)):
+            if self.cells and (
+                any(map(operator.is_not, map(_CELL, self.plain_cells), self.plain_old))
+                or any(map(operator.is_not, map(type, self.class_objs), self.class_old))
+            ):
                 flags = map(operator.is_not, map(_CELL, self.cells), self.cell_old)
                 for t in itertools.compress(self._owners(_CELLS), flags):
                     hits[t] = hits.get(t, 0) | CELLS

@@ -1214,20 +1214,25 @@ class _SlotCheck:
 
     Referents do not say *which* slot holds a value, so they stand for the snapshot only
     for objects whose slots were all set: an unset slot set and another deleted would
-    look the same.  Objects with unset slots always take the flat pass::
+    look the same.  Objects with unset slots always take the flat pass.  Where the
+    objects' slot areas can be read (``_versions.slots_view``), their bytes, joined,
+    replace the referents (the values they name are held, so no address is reused)::
 
         idx:   [watch index, ...]
-        full:  [obj, ...]                  refs: gc.get_referents(*full) or None
+        full:  [obj, ...]                  refs: gc.get_referents(*full), the areas' bytes
+                                           (views), or None
         objs/names/vals/owner: one entry per (slot-only object, slot name)
         part:  positions in the flat lists of the objects with unset slots
     """
 
-    __slots__ = ("idx", "full", "refs", "objs", "names", "vals", "owner", "nfull", "part")
+    __slots__ = (
+        "idx", "full", "refs", "objs", "names", "vals", "owner", "nfull", "part", "views", "held",
+    )  # fmt: skip
 
     def __init__(self, t: StateTable, idx: list[int]):
         self.idx = idx
         self.full: list[object] = []
-        self.refs: list[object] | None = None
+        self.refs: Any = None  # the referents, or the slot areas' bytes
         self.objs: list[object] = []
         self.names: list[str] = []
         self.vals: list[object] = []
@@ -1244,6 +1249,14 @@ class _SlotCheck:
         for entry in rest:
             self._add(*entry)
         self.part = (self.objs[self.nfull :], self.names[self.nfull :], self.vals[self.nfull :])
+        # The slot areas' bytes, where they can be read: a join of a view per object costs
+        # a fraction of listing every referent (thousands of objects in a test module).
+        self.held: list[object] = []
+        self.views: list[memoryview] | None = None
+        if self.full:
+            views = [_versions.slots_view(obj) for obj in self.full]
+            if None not in views:
+                self.views = views  # type: ignore[assignment]
 
     def _add(self, i: int, obj: object, names: tuple[str, ...], snap: tuple[object, ...]) -> None:
         self.objs += [obj] * len(names)
@@ -1255,12 +1268,19 @@ class _SlotCheck:
         """Indexes of the watches that differ from their snapshots."""
         objs, names, vals = self.objs, self.names, self.vals
         try:
-            refs = gc.get_referents(*self.full) if self.full else None
+            views = self.views
+            if views is not None:
+                refs: Any = b"".join(views)
+            else:
+                refs = gc.get_referents(*self.full) if self.full else None
             if refs is not None and refs != self.refs:
-                if list(map(getattr, objs, names, itertools.repeat(_EMPTY))) != vals:
+                now = list(map(getattr, objs, names, itertools.repeat(_EMPTY)))
+                if now != vals:
                     return self._which(objs, names, vals)
-                # Equal to the snapshots now: these referents stand for them from here on.
+                # Equal to the snapshots now: these referents (or bytes, which name the
+                # values kept alive here) stand for them from here on.
                 self.refs = refs
+                self.held = now
                 return []
             if len(objs) > self.nfull:
                 objs, names, vals = self.part

@@ -201,6 +201,67 @@ def cell_for(live: object) -> ctypes.c_uint64 | None:
     return ctypes.c_uint64.from_address(id(live) + _TAG_OFFSET)
 
 
+# A slot-only object keeps each slot's value as a pointer inside the object, between the
+# object header and ``type(obj).__basicsize__`` (member descriptors' offsets lie there).
+# The bytes of that area, read in one ``bytes.join`` over many objects, say whether any
+# slot was set, rebound or deleted since: unchanged bytes name the same objects, as long
+# as the objects they named are kept alive (the caller holds the values it compared).
+_HEAD = object.__basicsize__
+
+
+class _SlotProbeObject:
+    __slots__ = ("a", "b")
+
+    def __init__(self) -> None:
+        self.a: object = 1
+
+
+def _slots_self_test() -> bool:
+    """Whether setting, rebinding and deleting a slot each move the bytes of the area."""
+    obj = _SlotProbeObject()
+    view = _slots_area(obj)
+    if view is None or len(view) < 2 * _PTR:
+        return False
+    marker = object()
+    writes: list[Callable[[], object]] = [
+        lambda: setattr(obj, "b", marker),
+        lambda: setattr(obj, "a", marker),
+        lambda: delattr(obj, "b"),
+    ]
+    for write in writes:
+        before = bytes(view)
+        write()
+        if bytes(view) == before:
+            return False
+    return view.tobytes()[:_PTR] == id(marker).to_bytes(_PTR, sys.byteorder)
+
+
+def _slots_area(obj: object) -> memoryview | None:
+    cls = type(obj)
+    size = cls.__basicsize__ - _HEAD
+    if size <= 0 or cls.__itemsize__ or cls.__dictoffset__:
+        return None
+    return memoryview((ctypes.c_char * size).from_address(id(obj) + _HEAD)).cast("B")
+
+
+def slots_view(obj: object) -> memoryview | None:
+    """A live view of the slot area of a slot-only object (fixed size, no ``__dict__``),
+    or None where it cannot be trusted.  The caller keeps ``obj`` alive."""
+    ok = _state.get("slots")
+    if ok is None:
+        try:
+            ok = available() and _slots_self_test()
+        except Exception:
+            ok = False
+        _state["slots"] = ok
+    if not ok:
+        return None
+    try:
+        return _slots_area(obj)
+    except Exception:
+        return None
+
+
 # The entry table of a combined dict (3.11-3.13 default builds): ``ma_keys`` points to a
 # keys object {dk_refcnt, dk_log2_size, dk_log2_index_bytes, dk_kind, dk_version,
 # dk_usable, dk_nentries, dk_indices[1 << dk_log2_index_bytes]} followed by the entries in

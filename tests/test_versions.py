@@ -115,3 +115,42 @@ def test_diff_keys_names_removed_then_changed_keys_in_order(as_class: bool) -> N
         else:
             mapping = live
         assert _diff_keys(mapping, snap) == _diff_keys_by_loop(mapping, snap)
+
+
+class _Three:
+    __slots__ = ("a", "b", "c", "__weakref__")
+
+
+class _Plain:
+    pass
+
+
+def test_a_slot_area_moves_on_each_write_to_a_slot_and_names_the_values() -> None:
+    obj = _Three()
+    view = _versions.slots_view(obj)
+    if view is None:
+        pytest.skip(f"slot areas are not read on {sys.version_info[:2]}")
+    values = [object(), object(), object()]
+    obj.a, obj.b, obj.c = values
+    image = bytes(view)
+    # The slots' values, as the pointers the object holds.
+    words = [int.from_bytes(image[i : i + 8], sys.byteorder) for i in range(0, 24, 8)]
+    assert words == [id(v) for v in values]
+    for write in (
+        lambda: setattr(obj, "b", object()),
+        lambda: delattr(obj, "c"),
+        lambda: setattr(obj, "c", values[2]),
+    ):
+        before = bytes(view)
+        write()
+        assert bytes(view) != before
+    obj.b = values[1]
+    assert bytes(view) == image  # the same objects back: the same bytes
+
+
+def test_objects_with_a_dict_or_items_have_no_slot_area() -> None:
+    class Sized(tuple):  # type: ignore[type-arg]
+        __slots__ = ()
+
+    assert _versions.slots_view(_Plain()) is None
+    assert _versions.slots_view(Sized((1, 2))) is None
