@@ -700,6 +700,13 @@ class Resetter:
                 left[0].append(i)
                 continue
             keys = None
+            if memo_ok and t.kinds[i] == SET:
+
+                def alone_set(i: int = i) -> bool:
+                    return not _dirty_sibling(t, i, idx, extras, names, self._kept_together)
+
+                if self._keep_set_members(t, i, alone_set):
+                    continue  # every member it gained was learned: nothing to put back
             if memo_ok and (t.kinds[i] == DICT or t.kinds[i] == MODULE or t.kinds[i] == CLASS):
                 keys = t.diff_keys(i)  # one comparison for the memo check and the reset
                 if keys:  # (none: the test only reordered the dict)
@@ -943,6 +950,58 @@ class Resetter:
         kept = {id(k) for k, _ in keep}
         return [k for k in keys if id(k) not in kept]
 
+    def _keep_set_members(self, t: StateTable, i: int, alone: Callable[[], bool]) -> bool:
+        """Keep members a test *added* to a set once a later test added them again after a
+        reset: the set of a "done already" memo (``if h not in done: validate(); done.add(h)``),
+        whose members stand for work that gives the same result each time (learned within a
+        run: such members are often hashes, which differ between processes).  Only members
+        that are plain values (strings, numbers, tuples of them: a registry of classes or
+        functions is not a memo), only when the test removed none (an evicting structure),
+        and only as :meth:`_may_learn` allows (a writer that adds without looking first is
+        a registry; one that warns, logs or prints is a "once" registry).  True when every
+        member it gained was kept (nothing left to put back)."""
+        if t.modname.startswith("<"):
+            return False  # a fixture's value: what tests put there is theirs
+        live, snap = t.lives[i], t.snaps[i]
+        try:
+            if not snap <= live:
+                return False  # members removed
+            added = list(live - snap)
+        except Exception:
+            return False
+        if not added or not all(map(_stable_repr, added)):
+            return False
+        site = t.sites[i]
+        declared = bool(self.keep) and any(fnmatch.fnmatchcase(site, p) for p in self.keep)
+        if not declared and not self.learn_memo:
+            return False
+        verdict: list[bool] = []
+
+        def allowed() -> bool:
+            if not verdict:
+                verdict.append(alone() and (declared or self._may_learn(site)))
+            return verdict[0]
+
+        keep: list[Any] = []
+        for m in added:
+            if declared:
+                if allowed():
+                    keep.append(m)
+                continue
+            # Learned within a run only (not saved for the next, as dict entries are):
+            # such members are often hashes, which differ from one process to the next.
+            key = (site, m)
+            seen = self.memo.get(key)
+            if seen is None:
+                self.memo[key] = (m, 0, 0)
+            elif allowed():
+                self.memo[key] = (m, seen[1] + 1, seen[2])
+                keep.append(m)
+        for m in keep:
+            snap.add(m)
+            self.memo_kept.append(f"{site}{{{m!r}}}")
+        return len(keep) == len(added)
+
     def _may_learn(self, site: str, need_writer: bool = False) -> bool:
         """Whether entries added to the dict at ``site`` may be memo entries, as far as
         the static pass sees its writers in the running test's module and in the dict's
@@ -982,8 +1041,11 @@ class Resetter:
                     continue  # the module's or a class's own initialisation
                 # Writes into the object (not to a container holding it: a registry
                 # filled with classes does not write their attributes).
-                if not any(w == site or w.startswith(inside) for w in code.writes):
+                written = [w for w in code.writes if w == site or w.startswith(inside)]
+                if not written:
                     continue
+                if all(w in code.clears for w in written):
+                    continue  # only empties it: an invalidation (clear_caches), no setter
                 if not any(sites_overlap(r, site) for r in code.reads) and not (
                     not in_test and self._memo_helper(mod, state, code, site, test_module)
                 ):

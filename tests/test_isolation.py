@@ -1797,6 +1797,83 @@ def test_memo_entries_verified_in_an_earlier_run_of_the_same_code_are_kept_at_on
     assert "earlier run" not in third.stdout.str()
 
 
+def test_members_of_a_done_already_set_are_learned_and_registries_are_not(
+    pytester: pytest.Pytester,
+) -> None:
+    # A set that records work done (a schema validated: ``if h not in done: ...;
+    # done.add(h)``) is a memo: a member added again after a reset is kept, and the work
+    # is not done a third time (counted on sys, which isolator never resets).  A
+    # ``clear_caches`` that only empties it does not make it a registry.  Not learned: a
+    # "warn once" set (a later test expects the warning), a set its writer adds to without
+    # looking first, and a set of classes; each of those tests passes alone and in order.
+    pytester.makeconftest(
+        """
+        import sys
+
+        def pytest_terminal_summary(terminalreporter):
+            terminalreporter.write_line(f"VALIDATED={getattr(sys, 'validated', 0)}")
+        """
+    )
+    pytester.makepyfile(
+        schemas="""
+        import sys, warnings
+
+        class Validator:
+            _valid = set()
+
+            @classmethod
+            def clear_caches(cls):
+                cls._valid.clear()
+
+            def validate(self, schema):
+                key = (hash(schema) & 0xFFFF, len(schema))
+                if key not in self._valid:
+                    sys.validated = getattr(sys, "validated", 0) + 1
+                    self._valid.add(key)
+                return True
+
+        _warned = set()
+        def warn_once(name):
+            if name not in _warned:
+                warnings.warn(f"{name} is deprecated", DeprecationWarning)
+                _warned.add(name)
+
+        SEEN = set()
+        def see(name):
+            SEEN.add(name)
+
+        KINDS = set()
+        def register(kind):
+            if kind not in KINDS:
+                KINDS.add(kind)
+        """,
+        test_schemas="""
+        import pytest, schemas
+
+        class Kind:
+            pass
+
+        @pytest.mark.parametrize("n", range(4))
+        def test_validates(n):
+            assert schemas.Validator().validate("a schema")
+            with pytest.warns(DeprecationWarning):
+                schemas.warn_once("old")
+            assert "x" not in schemas.SEEN
+            schemas.see("x")
+            assert Kind not in schemas.KINDS
+            schemas.register(Kind)
+        """,
+    )
+    result = _isolated(pytester)
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(
+        ["*kept 1 memo entry*: schemas:Validator._valid{(*, 8)}", "VALIDATED=2"]
+    )
+    kept = [line for line in result.outlines if line.startswith("kept ")]
+    assert len(kept) == 1 and "_warned" not in kept[0], kept
+    assert "SEEN" not in kept[0] and "KINDS" not in kept[0], kept
+
+
 def test_library_modules_stay_plain_modules_and_their_writes_are_reset(
     pytester: pytest.Pytester,
 ) -> None:

@@ -44,6 +44,7 @@ _MUTATORS: Final = frozenset(
 )  # fmt: skip
 # Mutators whose result or success depends on the old contents.
 _READING_MUTATORS: Final = frozenset({"pop", "popitem", "setdefault", "remove", "popleft"})
+_CLEARING: Final = frozenset({"clear", "cache_clear"})
 # Mutators and readers whose first argument is a key: the site can be one item.
 _KEYED_MUTATORS: Final = frozenset({"setdefault", "pop", "__setitem__", "__delitem__"})
 _KEYED_READERS: Final = frozenset({"get", "__getitem__", "__contains__"})
@@ -111,13 +112,17 @@ class _Import(NamedTuple):
 class _Code:
     """Accumulates one code object's accesses."""
 
-    __slots__ = ("qualname", "firstlineno", "reads", "writes")
+    __slots__ = ("qualname", "firstlineno", "reads", "writes", "cleared", "set_or_added")
 
     def __init__(self, qualname: str, firstlineno: int) -> None:
         self.qualname = qualname
         self.firstlineno = firstlineno
         self.reads: dict[str, int] = {}
         self.writes: dict[str, int] = {}
+        # Sites this code empties (``.clear()``, ``.cache_clear()``) and sites it writes
+        # any other way: a site only emptied here is invalidated, not filled or set.
+        self.cleared: set[str] = set()
+        self.set_or_added: set[str] = set()
 
 
 class _Scope:
@@ -820,7 +825,9 @@ class _Recorder(_Visitor):
             return
         self.code.reads.setdefault(r.site(), line)
 
-    def _write(self, r: _Ref, line: int, evidence: bool = True, rebind: bool = False) -> None:
+    def _write(
+        self, r: _Ref, line: int, evidence: bool = True, rebind: bool = False, clear: bool = False
+    ) -> None:
         an = self.an
         if r.kind in ("module", "inst"):
             return
@@ -832,6 +839,7 @@ class _Recorder(_Visitor):
         writes = self.code.writes
         if site not in writes or writes[site] > line:
             writes[site] = line
+        (self.code.cleared if clear else self.code.set_or_added).add(site)
         if evidence and site not in an.evidence:
             an.evidence[site] = line
         if rebind:
@@ -1149,7 +1157,7 @@ class _Recorder(_Visitor):
             if keys:
                 targets = [r.key(k) for k in keys]
         for t in targets:
-            self._write(t, line)
+            self._write(t, line, clear=meth in _CLEARING)
             if meth in _READING_MUTATORS:
                 self._read(t, line)
 
@@ -1565,7 +1573,10 @@ class _Analyzer:
                 elif ".<closure>." not in site:
                     lost.append(site)
             written.update(writes)
-            codes.append(CodeAccess(c.qualname, c.firstlineno, frozenset(reads), FrozenMap(writes)))
+            clears = frozenset(site for site in c.cleared - c.set_or_added if site in writes)
+            codes.append(
+                CodeAccess(c.qualname, c.firstlineno, frozenset(reads), FrozenMap(writes), clears)
+            )
             dropped.append(sorted(lost))
         decls = tuple(
             StateDecl(site, kind, line)

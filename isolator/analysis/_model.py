@@ -110,42 +110,52 @@ class CodeAccess:
 
     ``qualname`` and ``firstlineno`` equal the ``co_qualname`` and ``co_firstlineno`` of the
     code object the running Python compiles for it; ``writes`` maps each site to the first
-    line that writes it.
+    line that writes it; ``clears`` holds the written sites this code only empties
+    (``.clear()``: an invalidation, which a cache's own code may do, not a setter).
     """
 
     qualname: str
     firstlineno: int
     reads: frozenset[StateSite] = frozenset()
     writes: Mapping[StateSite, int] = field(default=_EMPTY_WRITES)
+    clears: frozenset[StateSite] = frozenset()
 
     def __post_init__(self) -> None:
         if not isinstance(self.writes, FrozenMap):
             object.__setattr__(self, "writes", FrozenMap(self.writes))
 
     def to_json(self) -> list[Any]:
-        """``[qualname, firstlineno, reads?, writes?]``: empty trailing sets are left out."""
+        """``[qualname, firstlineno, reads?, writes?, clears?]``: empty trailing sets are
+        left out."""
         out: list[Any] = [self.qualname, self.firstlineno]
         if self.reads or self.writes:
             out.append(sorted(self.reads))
         if self.writes:
             out.append(dict(self.writes))
+        if self.clears:
+            out.append(sorted(self.clears))
         return out
 
     @classmethod
     def from_json(cls, data: list[Any]) -> CodeAccess:
         n = len(data)
-        if n < 2 or n > 4:
+        if n < 2 or n > 5:
             raise ValueError(f"bad code entry {data!r}")
         reads = frozenset(str(s) for s in data[2]) if n > 2 and data[2] else _EMPTY_READS
         if n > 3 and data[3]:
             writes = FrozenMap({str(k): int(v) for k, v in data[3].items()})
         else:
             writes = _EMPTY_WRITES
+        clears = frozenset(str(s) for s in data[4]) if n > 4 and data[4] else _EMPTY_READS
         # Skips the dataclass __init__ (a frozen one pays for object.__setattr__ per field):
         # warm cache loads build thousands of these.
         obj = object.__new__(cls)
         obj.__dict__.update(
-            qualname=str(data[0]), firstlineno=int(data[1]), reads=reads, writes=writes
+            qualname=str(data[0]),
+            firstlineno=int(data[1]),
+            reads=reads,
+            writes=writes,
+            clears=clears,
         )
         return obj
 
@@ -200,11 +210,21 @@ class ModuleState:
             return found[0]
         reads: set[StateSite] = set()
         writes: dict[StateSite, int] = {}
+        clears: set[StateSite] = set()
+        other: set[StateSite] = set()  # written some other way by one of them
         for access in found:
             reads.update(access.reads)
             for site, line in access.writes.items():
                 writes[site] = min(line, writes.get(site, line))
-        return CodeAccess(found[0].qualname, firstlineno, frozenset(reads), FrozenMap(writes))
+            clears |= access.clears
+            other |= access.writes.keys() - access.clears
+        return CodeAccess(
+            found[0].qualname,
+            firstlineno,
+            frozenset(reads),
+            FrozenMap(writes),
+            frozenset(clears - other),
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -22,7 +22,7 @@ from isolator.analysis._model import (
 CACHE_FILE: Final = "static-cache.json"
 _CACHE_SCHEMA: Final = "isolator.static-cache/1"
 # Bump when the analysis changes what it reports, so old cache entries are not reused.
-_ANALYZER_VERSION: Final = 3
+_ANALYZER_VERSION: Final = 4
 _PY_KEY: Final = (
     f"{sys.implementation.name}-{sys.version_info[0]}.{sys.version_info[1]}-a{_ANALYZER_VERSION}"
 )
@@ -392,8 +392,11 @@ def _link(raw: Mapping[str, tuple[ModuleState, Extra]]) -> dict[str, ModuleState
                 codes.append(access)
             else:
                 changed = True
+                clears = frozenset(c for c in access.clears if c in w)
                 codes.append(
-                    CodeAccess(access.qualname, access.firstlineno, frozenset(reads), FrozenMap(w))
+                    CodeAccess(
+                        access.qualname, access.firstlineno, frozenset(reads), FrozenMap(w), clears
+                    )
                 )
         new_decls = decls[mod]
         own_rebinds = st.rebinds | {s for s in rebinds if s.startswith(prefix)}

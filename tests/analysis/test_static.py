@@ -1126,3 +1126,41 @@ def test_unreadable_file_is_not_cached(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.undo()
     # Same mtime and size, but the failed read was not cached.
     assert decls(analyze_tree(paths, tmp_path)["locked"]) == {("locked:X", "global")}
+
+
+def test_a_site_a_code_only_empties_is_a_clear_and_survives_the_json_round_trip() -> None:
+    # ``clear_caches`` empties the memo; ``fill`` adds to it; ``both`` empties and adds
+    # (a reset that refills: not only a clear).
+    state = analyze(
+        """
+        import functools
+
+        class V:
+            _done = set()
+
+            @classmethod
+            def clear_caches(cls):
+                cls._done.clear()
+                cached.cache_clear()
+
+            @classmethod
+            def fill(cls, k):
+                if k not in cls._done:
+                    cls._done.add(k)
+
+            @classmethod
+            def both(cls):
+                cls._done.clear()
+                cls._done.add(0)
+
+        @functools.lru_cache
+        def cached(x):
+            return x
+        """
+    )
+    assert code(state, "V.clear_caches").clears == {"m:V._done", "m:cached"}
+    assert not code(state, "V.fill").clears
+    assert "m:V._done" in code(state, "V.both").writes and not code(state, "V.both").clears
+    again = ModuleState.from_json(json.loads(json.dumps(state.to_json())))
+    assert again == state
+    assert code(again, "V.clear_caches").clears == {"m:V._done", "m:cached"}
