@@ -18,7 +18,9 @@ from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
 T = TypeVar("T")
-_dump = json.dump  # our own reference: a test may monkeypatch json
+_dumps = json.dumps  # our own reference: a test may monkeypatch json
+JOURNAL: Final = "journal.jsonl"
+_OLD_JOURNAL: Final = "journal.json"
 
 _WRITE_FLAGS: Final = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _PATH_EVENTS: Final = {
@@ -60,7 +62,6 @@ _isdir = os.path.isdir
 _islink = os.path.islink
 _join = os.path.join
 _makedirs = os.makedirs
-_replace = os.replace
 _stat = os.stat
 _fsdecode = os.fsdecode
 _fspath = os.fspath
@@ -90,6 +91,7 @@ class FileGuard:
         self.unrestorable: list[tuple[str, str]] = []
         self._n = 0
         self._busy = False
+        self._journal_dir = False  # the backup directory was made
         self.defaults_written = False  # a function's __defaults__/__kwdefaults__ was set
         self.spawned = False  # the test started a process
         # Events that may have changed a file anywhere (tmp dirs, pytest's and isolator's
@@ -97,7 +99,9 @@ class FileGuard:
         # the import finder looks at an unloaded module's file, and at the current
         # directory, again only after one (see UnloadedFinder._rewritten, _cwd).
         self.writes = 0
-        self.journal = os.path.join(backup_dir, "journal.json")
+        # One line per saved path, appended as each is saved: a test that writes a
+        # thousand files pays for a thousand lines, not for a thousand whole journals.
+        self.journal = os.path.join(backup_dir, JOURNAL)
 
     def install(self) -> None:
         # A plain function, not the bound method: every audited event of the process
@@ -213,11 +217,15 @@ class FileGuard:
         self._write_journal()
 
     def _write_journal(self) -> None:
-        _makedirs(self.backup_dir, exist_ok=True)
-        tmp = self.journal + ".tmp"
-        with _open(tmp, "w", encoding="utf-8") as f:
-            _dump([[p, *self.entries[p]] for p in self.order], f)
-        _replace(tmp, self.journal)
+        """Append the entry of the path just saved.  The process may die in the middle of
+        the append: the write it was about to let through has not happened then, so a
+        last line cut short names nothing to restore (the recovery skips it)."""
+        path = self.order[-1]
+        if not self._journal_dir:
+            _makedirs(self.backup_dir, exist_ok=True)
+            self._journal_dir = True
+        with _open(self.journal, "a", encoding="utf-8") as f:
+            f.write(_dumps([path, *self.entries[path]]) + "\n")
 
     def dirty_sites(self) -> list[str]:
         return [f"<file>:{p}" for p in self.order if self._changed(p)]
@@ -308,20 +316,44 @@ def restore_entries(
 
 def recover_journal(backup_dir: str) -> list[str]:
     """Restore files left by a run that died mid-test; returns the restored paths."""
-    journal = os.path.join(backup_dir, "journal.json")
-    if not os.path.exists(journal):
-        return []
-    try:
-        with open(journal, encoding="utf-8") as f:
-            items: list[tuple[str, str, str]] = [
-                (str(a), str(b), str(c)) for a, b, c in json.load(f)
-            ]
-    except (OSError, ValueError):
-        return []
-    problems: list[tuple[str, str]] = []
-    restored = restore_entries(items, problems)
-    _remove(journal)
+    restored: list[str] = []
+    for name in (JOURNAL, _OLD_JOURNAL):
+        journal = os.path.join(backup_dir, name)
+        if not os.path.exists(journal):
+            continue
+        try:
+            with open(journal, encoding="utf-8") as f:
+                text = f.read()
+        except OSError:
+            continue
+        items = _journal_items(text)
+        if items is None:
+            continue
+        problems: list[tuple[str, str]] = []
+        restored += restore_entries(items, problems)
+        _remove(journal)
     return restored
+
+
+def _journal_items(text: str) -> list[tuple[str, str, str]] | None:
+    """The entries of a journal: a line ``[path, kind, backup]`` each (a line cut short by
+    a crash is skipped), or one JSON list of them (journals of isolator <= 0.1's first
+    releases).  None: not a journal."""
+    try:
+        whole = json.loads(text)
+    except ValueError:
+        whole = None
+    if isinstance(whole, list) and all(isinstance(e, list) and len(e) == 3 for e in whole):
+        return [(str(a), str(b), str(c)) for a, b, c in whole]
+    items: list[tuple[str, str, str]] = []
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, list) and len(entry) == 3 and all(isinstance(x, str) for x in entry):
+            items.append((entry[0], entry[1], entry[2]))
+    return items
 
 
 def _same_file(a: str, b: str) -> bool:

@@ -2155,3 +2155,30 @@ def test_bumps_from_zero():
     )
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
     result.assert_outcomes(passed=3)
+
+
+def test_a_journal_cut_short_by_a_crash_and_an_older_journal_are_both_recovered(
+    tmp_path: Path,
+) -> None:
+    from isolator._files import JOURNAL, recover_journal
+
+    backups = tmp_path / "cow"
+    backups.mkdir()
+    (backups / "1").write_text("original a")
+    a, made = tmp_path / "a.txt", tmp_path / "made.txt"
+    a.write_text("scribbled")
+    made.write_text("created by the test")
+    lines = [
+        json.dumps([str(a), "file", str(backups / "1")]),
+        json.dumps([str(made), "absent", ""]),
+    ]
+    # The process died while appending a third entry: that write had not happened yet.
+    (backups / JOURNAL).write_text("\n".join(lines) + '\n["' + str(tmp_path / "b"))
+    assert sorted(recover_journal(str(backups))) == sorted([f"<file>:{a}", f"<file>:{made}"])
+    assert a.read_text() == "original a" and not made.exists()
+    assert not (backups / JOURNAL).exists()
+    # A journal written whole, as one list (earlier versions).
+    made.write_text("again")
+    (backups / "journal.json").write_text(json.dumps([[str(made), "absent", ""]]))
+    assert recover_journal(str(backups)) == [f"<file>:{made}"]
+    assert not made.exists()
