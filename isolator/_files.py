@@ -91,7 +91,7 @@ class FileGuard:
         self.unrestorable: list[tuple[str, str]] = []
         self._n = 0
         self._busy = False
-        self._journal_dir = False  # the backup directory was made
+        self._journal_file: Any = None  # open while the journal has entries
         self.defaults_written = False  # a function's __defaults__/__kwdefaults__ was set
         self.spawned = False  # the test started a process
         # Events that may have changed a file anywhere (tmp dirs, pytest's and isolator's
@@ -221,11 +221,12 @@ class FileGuard:
         the append: the write it was about to let through has not happened then, so a
         last line cut short names nothing to restore (the recovery skips it)."""
         path = self.order[-1]
-        if not self._journal_dir:
+        f = self._journal_file
+        if f is None:
             _makedirs(self.backup_dir, exist_ok=True)
-            self._journal_dir = True
-        with _open(self.journal, "a", encoding="utf-8") as f:
-            f.write(_dumps([path, *self.entries[path]]) + "\n")
+            f = self._journal_file = _open(self.journal, "a", encoding="utf-8")
+        f.write(_dumps([path, *self.entries[path]]) + "\n")
+        f.flush()  # in the kernel's hands before the write it guards happens
 
     def dirty_sites(self) -> list[str]:
         return [f"<file>:{p}" for p in self.order if self._changed(p)]
@@ -260,6 +261,9 @@ class FileGuard:
             self.entries.clear()
             self.order.clear()
             self._busy = False
+            if self._journal_file is not None:
+                self._journal_file.close()
+                self._journal_file = None
             _remove(self.journal)
             for name in os.listdir(self.backup_dir) if os.path.isdir(self.backup_dir) else ():
                 _remove(os.path.join(self.backup_dir, name))
@@ -337,23 +341,25 @@ def recover_journal(backup_dir: str) -> list[str]:
 
 def _journal_items(text: str) -> list[tuple[str, str, str]] | None:
     """The entries of a journal: a line ``[path, kind, backup]`` each (a line cut short by
-    a crash is skipped), or one JSON list of them (journals of isolator <= 0.1's first
-    releases).  None: not a journal."""
+    a crash is skipped; a path's first line wins), or one JSON list of them (journals that
+    earlier versions wrote whole).  None: not a journal."""
     try:
         whole = json.loads(text)
     except ValueError:
         whole = None
     if isinstance(whole, list) and all(isinstance(e, list) and len(e) == 3 for e in whole):
         return [(str(a), str(b), str(c)) for a, b, c in whole]
-    items: list[tuple[str, str, str]] = []
+    items: dict[str, tuple[str, str, str]] = {}
     for line in text.splitlines():
         try:
             entry = json.loads(line)
         except ValueError:
             continue
         if isinstance(entry, list) and len(entry) == 3 and all(isinstance(x, str) for x in entry):
-            items.append((entry[0], entry[1], entry[2]))
-    return items
+            # A path saved again later (after a fixture's scope took its first entry) is
+            # restored from its first backup: what it held before the run touched it.
+            items.setdefault(entry[0], (entry[0], entry[1], entry[2]))
+    return list(items.values())
 
 
 def _same_file(a: str, b: str) -> bool:

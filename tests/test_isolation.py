@@ -2168,9 +2168,12 @@ def test_a_journal_cut_short_by_a_crash_and_an_older_journal_are_both_recovered(
     a, made = tmp_path / "a.txt", tmp_path / "made.txt"
     a.write_text("scribbled")
     made.write_text("created by the test")
+    (backups / "2").write_text("as a module fixture left it")
     lines = [
         json.dumps([str(a), "file", str(backups / "1")]),
         json.dumps([str(made), "absent", ""]),
+        # Saved again after a fixture's scope took the first entry: the first one wins.
+        json.dumps([str(a), "file", str(backups / "2")]),
     ]
     # The process died while appending a third entry: that write had not happened yet.
     (backups / JOURNAL).write_text("\n".join(lines) + '\n["' + str(tmp_path / "b"))
