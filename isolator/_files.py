@@ -63,6 +63,7 @@ _islink = os.path.islink
 _join = os.path.join
 _makedirs = os.makedirs
 _stat = os.stat
+_getpid = os.getpid
 _fsdecode = os.fsdecode
 _fspath = os.fspath
 _copy2 = shutil.copy2
@@ -91,7 +92,12 @@ class FileGuard:
         self.unrestorable: list[tuple[str, str]] = []
         self._n = 0
         self._busy = False
+        # Entries a higher-scoped fixture's frame holds (take_since) until its teardown
+        # gives them back: their backups and journal lines outlive the tests in between.
+        self.held: dict[str, tuple[str, str]] = {}
         self._journal_file: Any = None  # open while the journal has entries
+        self._owner = os.getpid()  # a forked child keeps a journal of its own
+        self._inherited: set[str] = set()  # held entries a forked child got from its parent
         self.defaults_written = False  # a function's __defaults__/__kwdefaults__ was set
         self.spawned = False  # the test started a process
         # Events that may have changed a file anywhere (tmp dirs, pytest's and isolator's
@@ -102,6 +108,7 @@ class FileGuard:
         # One line per saved path, appended as each is saved: a test that writes a
         # thousand files pays for a thousand lines, not for a thousand whole journals.
         self.journal = os.path.join(backup_dir, JOURNAL)
+        self._journal_pid = self._owner  # the process whose journal ``journal`` is
 
     def install(self) -> None:
         # A plain function, not the bound method: every audited event of the process
@@ -221,12 +228,27 @@ class FileGuard:
         the append: the write it was about to let through has not happened then, so a
         last line cut short names nothing to restore (the recovery skips it)."""
         path = self.order[-1]
+        self._journal().write(_dumps([path, *self.entries[path]]) + "\n")
+        self._journal_file.flush()  # in the kernel's hands before the write it guards
+
+    def _journal(self) -> Any:
+        """The journal of this process, open for appending."""
         f = self._journal_file
+        pid = _getpid()
+        if self._journal_pid != pid:
+            # A forked child (a test run in a fork): it keeps a journal of its own, which
+            # it removes when it puts its files back; the parent's (the same open file,
+            # inherited) must outlive that.
+            if f is not None:
+                f.close()
+                f = self._journal_file = None
+            self.journal = os.path.join(self.backup_dir, f"journal-{pid}.jsonl")
+            self._journal_pid = pid
+            self._inherited = set(self.held)  # the parent's: in the parent's journal
         if f is None:
             _makedirs(self.backup_dir, exist_ok=True)
             f = self._journal_file = _open(self.journal, "a", encoding="utf-8")
-        f.write(_dumps([path, *self.entries[path]]) + "\n")
-        f.flush()  # in the kernel's hands before the write it guards happens
+        return f
 
     def dirty_sites(self) -> list[str]:
         return [f"<file>:{p}" for p in self.order if self._changed(p)]
@@ -253,34 +275,63 @@ class FileGuard:
             return []
         self._busy = True
         restored: list[str] = []
+        items = [(p, *self.entries[p]) for p in self.order]
         try:
-            restored = restore_entries(
-                [(p, *self.entries[p]) for p in self.order], self.unrestorable
-            )
+            restored = restore_entries(items, self.unrestorable)
         finally:
             self.entries.clear()
             self.order.clear()
-            self._busy = False
-            if self._journal_file is not None:
-                self._journal_file.close()
-                self._journal_file = None
-            _remove(self.journal)
-            for name in os.listdir(self.backup_dir) if os.path.isdir(self.backup_dir) else ():
-                _remove(os.path.join(self.backup_dir, name))
+            try:
+                self._rewrite_journal()
+                # Only these entries' backups: the held ones are a fixture frame's.
+                for _, kind, backup in items:
+                    if kind in ("file", "dir") and backup:
+                        _remove(backup)
+            finally:
+                self._busy = False
         return restored
 
+    def _rewrite_journal(self) -> None:
+        """The journal lists the held entries only (none: it is removed)."""
+        if self._journal_file is not None:
+            self._journal_file.close()
+            self._journal_file = None
+        pid = _getpid()
+        inherited = self._inherited
+        if self._journal_pid == pid:
+            _remove(self.journal)
+        else:
+            inherited = set(self.held)  # a forked child that saved nothing: all its parent's
+        own = [p for p in self.held if p not in inherited]
+        if own:
+            f = self._journal()
+            for p in own:
+                f.write(_dumps([p, *self.held[p]]) + "\n")
+            f.flush()
+
     def take_since(self, n: int) -> list[tuple[str, str, str]]:
-        """Remove and return the entries saved after the first ``n`` (for fixture scopes)."""
+        """Remove and return the entries saved after the first ``n`` (for fixture scopes):
+        held (their backups kept, their journal lines too) until given back."""
         taken = self.order[n:]
         del self.order[n:]
-        return [(p, *self.entries.pop(p)) for p in taken]
+        out = [(p, *self.entries.pop(p)) for p in taken]
+        for p, kind, backup in out:
+            self.held.setdefault(p, (kind, backup))
+        return out
 
     def give_back(self, items: list[tuple[str, str, str]]) -> None:
         # The older original wins: it is what the path held before the fixture ran.
         for p, kind, backup in items:
+            if self.held.get(p) == (kind, backup):
+                del self.held[p]
             if p not in self.entries:
                 self.order.append(p)
+            else:
+                _, newer = self.entries[p]
+                if newer and newer != backup:
+                    _remove(newer)  # a copy of what the fixture left: not needed
             self.entries[p] = (kind, backup)
+            # (Its journal line is already there, before any later one for the path.)
 
 
 def restore_entries(
@@ -321,7 +372,13 @@ def restore_entries(
 def recover_journal(backup_dir: str) -> list[str]:
     """Restore files left by a run that died mid-test; returns the restored paths."""
     restored: list[str] = []
-    for name in (JOURNAL, _OLD_JOURNAL):
+    try:
+        # Forked children's journals (journal-PID.jsonl) first: their writes came after
+        # the parent's entries they inherited.
+        children = sorted(n for n in os.listdir(backup_dir) if n.startswith("journal-"))
+    except OSError:
+        return []
+    for name in (*children, JOURNAL, _OLD_JOURNAL):
         journal = os.path.join(backup_dir, name)
         if not os.path.exists(journal):
             continue

@@ -2185,3 +2185,88 @@ def test_a_journal_cut_short_by_a_crash_and_an_older_journal_are_both_recovered(
     (backups / "journal.json").write_text(json.dumps([[str(made), "absent", ""]]))
     assert recover_journal(str(backups)) == [f"<file>:{made}"]
     assert not made.exists()
+
+
+def test_files_a_fixture_and_a_forked_test_wrote_are_restored_after_a_crash(
+    pytester: pytest.Pytester,
+) -> None:
+    # The module fixture's write (set up in this process by the first test) stays in the
+    # journal while its scope holds the entry; the forked test keeps a journal of its own
+    # and removes only that one; the crash comes later, in this process.  The resumed run puts every file back.
+    (pytester.path / "kept.txt").write_text("original")
+    (pytester.path / "fixture.txt").write_text("before the fixture")
+    pytester.makepyfile(
+        test_crash="""
+import os, pytest
+
+@pytest.fixture(scope="module")
+def prepared():
+    open("fixture.txt", "w").write("set by the fixture")
+    yield
+
+def test_first(prepared):
+    assert open("fixture.txt").read() == "set by the fixture"
+
+@pytest.mark.isolator_fork
+def test_forked(prepared):
+    open("kept.txt", "w").write("scribbled in a child")
+    open("new_in_child.txt", "w").write("x")
+
+def test_dies(prepared):
+    assert open("kept.txt").read() == "original"
+    open("kept.txt", "w").write("scribbled")
+    os._exit(1)
+
+def test_after():
+    assert open("kept.txt").read() == "original"
+    assert not os.path.exists("new_in_child.txt")
+    assert open("fixture.txt").read() == "before the fixture"
+"""
+    )
+    proc = _isolator(pytester.path, "run", "-v", "--reset=minimal")
+    out = proc.stdout + proc.stderr
+    assert "test_crash.py::test_first PASSED" in out, out
+    assert "test_crash.py::test_forked PASSED" in out, out
+    assert "test_crash.py::test_after PASSED" in out, out
+    assert (pytester.path / "kept.txt").read_text() == "original"
+    assert (pytester.path / "fixture.txt").read_text() == "before the fixture"
+    assert not (pytester.path / "new_in_child.txt").exists()
+
+
+def test_a_file_a_module_fixture_wrote_is_put_back_at_its_teardown_past_other_writes(
+    pytester: pytest.Pytester,
+) -> None:
+    # The fixture's original was deleted with the backups of the first test that wrote a
+    # file in its scope; the teardown could not put it back and the user's file stayed
+    # as the fixture left it.
+    (pytester.path / "f.txt").write_text("orig")
+    pytester.makepyfile(
+        test_a="""
+import pytest
+
+@pytest.fixture(scope="module")
+def prepared():
+    open("f.txt", "w").write("by fixture")
+    yield
+
+def test_1(prepared):
+    open("g.txt", "w").write("g")
+    open("f.txt", "w").write("by test_1")
+
+def test_2(prepared):
+    assert open("f.txt").read() == "by fixture"
+""",
+        test_b="""
+import os
+
+def test_3():
+    assert open("f.txt").read() == "orig"
+    assert not os.path.exists("g.txt")
+""",
+    )
+    result = _isolated(pytester)
+    result.assert_outcomes(passed=3)
+    assert "could not reset" not in result.stdout.str()
+    assert (pytester.path / "f.txt").read_text() == "orig"
+    leftovers = [p for p in (pytester.path / ".isolator" / "cow").rglob("*") if p.is_file()]
+    assert leftovers == []
