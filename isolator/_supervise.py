@@ -225,6 +225,9 @@ def _start(cmd: list[str], env: dict[str, str]) -> Any:
         # through its own (slower) loader: it has no assertions to rewrite.
         import isolator.plugin  # noqa: F401
 
+        # The command line tests see, as under `python -m pytest` (the path the other
+        # branch's child gets): not isolator's own `run --reset=...`.
+        sys.argv = [os.path.join(os.path.dirname(pytest.__file__), "__main__.py"), *cmd[3:]]
         code = int(pytest.main(cmd[3:]))
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1

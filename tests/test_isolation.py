@@ -2192,7 +2192,8 @@ def test_files_a_fixture_and_a_forked_test_wrote_are_restored_after_a_crash(
 ) -> None:
     # The module fixture's write (set up in this process by the first test) stays in the
     # journal while its scope holds the entry; the forked test keeps a journal of its own
-    # and removes only that one; the crash comes later, in this process.  The resumed run puts every file back.
+    # and removes only that one; the crash comes later, in this process.  The resumed run
+    # puts every file back.
     (pytester.path / "kept.txt").write_text("original")
     (pytester.path / "fixture.txt").write_text("before the fixture")
     pytester.makepyfile(

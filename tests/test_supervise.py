@@ -273,3 +273,17 @@ def test_after():
     cases = ET.parse(pytester.path / "out" / "report.xml").getroot().iter("testcase")
     got = sorted((c.get("name"), c.find("failure") is None) for c in cases)
     assert got == [("test_after", True), ("test_crashes_after_passing", False)]
+
+
+def test_tests_see_the_command_line_of_python_m_pytest_not_isolators(tmp_path: Path) -> None:
+    # Code that parses sys.argv (a CLI's main() called without arguments) sees pytest's
+    # command line (`python -m pytest -p isolator ...`), not isolator's `run`.
+    (tmp_path / "test_argv.py").write_text(
+        "import os, sys\n"
+        "def test_argv():\n"
+        "    assert os.path.basename(sys.argv[0]) == '__main__.py'\n"
+        "    assert os.path.basename(os.path.dirname(sys.argv[0])) == 'pytest'\n"
+        "    assert 'run' not in sys.argv and 'test_argv.py' in sys.argv\n"
+    )
+    proc = _run(tmp_path, "isolator", "run", "--reset=minimal", "test_argv.py")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
