@@ -204,14 +204,12 @@ class FileGuard:
                 self.entries[path] = ("skip", "")
                 self.unrestorable.append((path, f"directory too large to copy ({size} bytes)"))
                 return
-            self._n += 1
-            dest = _join(self.backup_dir, str(self._n))
+            dest = self._backup_path()
             _makedirs(self.backup_dir, exist_ok=True)
             _copytree(path, dest, symlinks=True)
             self.entries[path] = ("dir", dest)
         else:
-            self._n += 1
-            dest = _join(self.backup_dir, str(self._n))
+            dest = self._backup_path()
             _makedirs(self.backup_dir, exist_ok=True)
             try:
                 _copy2(path, dest, follow_symlinks=False)
@@ -222,6 +220,36 @@ class FileGuard:
             self.entries[path] = ("file", dest)
         self.order.append(path)
         self._write_journal()
+
+    def _backup_path(self) -> str:
+        """A new backup's path: a forked child's names carry its pid, so that the parent's
+        next backups (numbered on from where the child's numbers started) never replace
+        the backups of a child that crashed, which its journal still names."""
+        self._n += 1
+        pid = _getpid()
+        name = str(self._n) if pid == self._owner else f"{pid}-{self._n}"
+        return _join(self.backup_dir, name)
+
+    def recover_children(self) -> list[str]:
+        """Put back the files of forked children that died mid-test (their journals are
+        left behind: a child that ends removes its own); returns the restored paths."""
+        restored: list[str] = []
+        try:
+            names = os.listdir(self.backup_dir)
+        except OSError:
+            return restored
+        for name in names:
+            pid = name[len("journal-") : -len(".jsonl")]
+            if not (name.startswith("journal-") and name.endswith(".jsonl") and pid.isdigit()):
+                continue
+            if int(pid) == _getpid() or _alive(int(pid)):
+                continue
+            was, self._busy = self._busy, True  # putting files back is no test's write
+            try:
+                restored += _recover_file(_join(self.backup_dir, name))
+            finally:
+                self._busy = was
+        return restored
 
     def _write_journal(self) -> None:
         """Append the entry of the path just saved.  The process may die in the middle of
@@ -379,21 +407,39 @@ def recover_journal(backup_dir: str) -> list[str]:
     except OSError:
         return []
     for name in (*children, JOURNAL, _OLD_JOURNAL):
-        journal = os.path.join(backup_dir, name)
-        if not os.path.exists(journal):
-            continue
-        try:
-            with open(journal, encoding="utf-8") as f:
-                text = f.read()
-        except OSError:
-            continue
-        items = _journal_items(text)
-        if items is None:
-            continue
-        problems: list[tuple[str, str]] = []
-        restored += restore_entries(items, problems)
-        _remove(journal)
+        restored += _recover_file(os.path.join(backup_dir, name))
     return restored
+
+
+def _recover_file(journal: str) -> list[str]:
+    """Restore what one journal names, then remove it and the backups it names."""
+    if not os.path.exists(journal):
+        return []
+    try:
+        with open(journal, encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return []
+    items = _journal_items(text)
+    if items is None:
+        return []
+    problems: list[tuple[str, str]] = []
+    restored = restore_entries(items, problems)
+    _remove(journal)
+    for _, kind, backup in items:
+        if kind in ("file", "dir") and backup and os.path.lexists(backup):
+            _remove(backup)
+    return restored
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process: alive
+    return True
 
 
 def _journal_items(text: str) -> list[tuple[str, str, str]] | None:

@@ -96,7 +96,8 @@ def write(data: dict[str, Any], fork_file: str, tr: Any) -> None:
         )
     if data["recovered"]:
         tr.write_line(
-            f"restored {len(data['recovered'])} file(s) left by an earlier run that died mid-test"
+            f"restored {len(data['recovered'])} file(s) left by a test process that died "
+            "mid-test (an earlier run, or a test run in a forked child)"
         )
     unrestorable: dict[str, list[list[str]]] = data["unrestorable"]
     for nodeid, probs in unrestorable.items():

@@ -369,6 +369,10 @@ class IsolatorPlugin:
         keep = item.nodeid in self.keep_state_after
         for rep in forks.run(item, nextitem, keep, r.begin_test, r.restore_files):
             ihook.pytest_runtest_logreport(report=rep)
+        if not forks.chained:
+            # A child that crashed left its journal: its files are put back before the
+            # next test, not only by the next run.
+            self.recovered += r.files.recover_children()
         ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
         if item.session.shouldfail or item.session.shouldstop:
             forks.close()  # -x: the rest of the chain will not run

@@ -2271,3 +2271,37 @@ def test_3():
     assert (pytester.path / "f.txt").read_text() == "orig"
     leftovers = [p for p in (pytester.path / ".isolator" / "cow").rglob("*") if p.is_file()]
     assert leftovers == []
+
+
+def test_files_a_forked_test_wrote_before_it_crashed_are_put_back_before_the_next_test(
+    pytester: pytest.Pytester,
+) -> None:
+    # The child's journal outlives it; the parent puts its files back once the child is
+    # gone, and a backup the parent makes next never takes a crashed child's name.
+    (pytester.path / "kept.txt").write_text("original")
+    (pytester.path / "other.txt").write_text("other original")
+    pytester.makepyfile(
+        test_forkcrash="""
+import os, pytest
+
+@pytest.mark.isolator_fork
+def test_crashes():
+    open("kept.txt", "w").write("scribbled in a child")
+    open("new.txt", "w").write("x")
+    os._exit(3)
+
+def test_writes_another():
+    assert open("kept.txt").read() == "original"
+    assert not os.path.exists("new.txt")
+    open("other.txt", "w").write("scribbled")
+
+def test_after():
+    assert open("kept.txt").read() == "original"
+    assert open("other.txt").read() == "other original"
+"""
+    )
+    result = _isolated(pytester)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*restored 2 file(s) left by a test process that died*"])
+    assert (pytester.path / "kept.txt").read_text() == "original"
+    assert not (pytester.path / "new.txt").exists()
