@@ -242,7 +242,7 @@ class FileGuard:
             pid = name[len("journal-") : -len(".jsonl")]
             if not (name.startswith("journal-") and name.endswith(".jsonl") and pid.isdigit()):
                 continue
-            if int(pid) == _getpid() or _alive(int(pid)):
+            if int(pid) == _getpid() or alive(int(pid)):
                 continue
             was, self._busy = self._busy, True  # putting files back is no test's write
             try:
@@ -432,7 +432,8 @@ def _recover_file(journal: str) -> list[str]:
     return restored
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (another user's counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

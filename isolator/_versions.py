@@ -244,17 +244,22 @@ def _slots_area(obj: object) -> memoryview | None:
     return memoryview((ctypes.c_char * size).from_address(id(obj) + _HEAD)).cast("B")
 
 
+def _verified(name: str, self_test: Callable[[], bool]) -> bool:
+    """Whether the tags can be read here and ``self_test`` passed (run once)."""
+    ok = _state.get(name)
+    if ok is None:
+        try:
+            ok = available() and self_test()
+        except Exception:
+            ok = False
+        _state[name] = ok
+    return ok
+
+
 def slots_view(obj: object) -> memoryview | None:
     """A live view of the slot area of a slot-only object (fixed size, no ``__dict__``),
     or None where it cannot be trusted.  The caller keeps ``obj`` alive."""
-    ok = _state.get("slots")
-    if ok is None:
-        try:
-            ok = available() and _slots_self_test()
-        except Exception:
-            ok = False
-        _state["slots"] = ok
-    if not ok:
+    if not _verified("slots", _slots_self_test):
         return None
     try:
         return _slots_area(obj)
@@ -333,14 +338,7 @@ def entries_image(d: dict[Any, Any], n: int | None = None) -> bytes | None:
     default), deleted entries included, or None when they cannot be read here (then
     compare the dict itself).  Entries are only appended until the table is rebuilt, so
     an unchanged prefix means those keys are still bound to the same objects."""
-    ok = _state.get("entries")
-    if ok is None:
-        try:
-            ok = available() and _entries_self_test()
-        except Exception:
-            ok = False
-        _state["entries"] = ok
-    if not ok or type(d) is not dict:
+    if not _verified("entries", _entries_self_test) or type(d) is not dict:
         return None
     try:
         return _read_entries(d, n)

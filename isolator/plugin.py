@@ -741,7 +741,7 @@ def _handoff(path: str, data: object) -> None:
 
 
 def _recover_dead_journals(cow: Any) -> list[str]:
-    from isolator._files import recover_journal
+    from isolator._files import alive, recover_journal
 
     out: list[str] = []
     if not os.path.isdir(cow):
@@ -750,20 +750,10 @@ def _recover_dead_journals(cow: Any) -> list[str]:
         if not name.isdigit():
             continue
         pid = int(name)
-        if pid != os.getpid() and _alive(pid):
+        if pid != os.getpid() and alive(pid):
             continue
         out += recover_journal(os.path.join(cow, name))
     return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _basetemp(config: pytest.Config) -> str | None:
