@@ -695,29 +695,26 @@ class Resetter:
         # the memo check's siblings (the warnings registry is no sibling of a memo).
         names: dict[int, list[str]] = {}
         extras = (caches, cells, defaults, opaque)
+
+        def alone(i: int) -> bool:
+            # Whether nothing beside watch i changed; asked only before an entry is kept
+            # (the static pass reads files).
+            return not _dirty_sibling(t, i, idx, extras, names, self._kept_together)
+
         for i in idx:
             if frozen and _root(t.sites[i]) in frozen:
                 left[0].append(i)
                 continue
             keys = None
             if memo_ok and t.kinds[i] == SET:
-
-                def alone_set(i: int = i) -> bool:
-                    return not _dirty_sibling(t, i, idx, extras, names, self._kept_together)
-
-                if self._keep_set_members(t, i, alone_set):
+                if self._keep_set_members(t, i, functools.partial(alone, i)):
                     continue  # every member it gained was learned: nothing to put back
             if memo_ok and (t.kinds[i] == DICT or t.kinds[i] == MODULE or t.kinds[i] == CLASS):
                 keys = t.diff_keys(i)  # one comparison for the memo check and the reset
                 if keys:  # (none: the test only reordered the dict)
-
-                    def alone(i: int = i) -> bool:
-                        # Asked only before an entry is kept: the static pass reads files.
-                        return not _dirty_sibling(t, i, idx, extras, names, self._kept_together)
-
-                    keys = self._keep_memo(t, i, keys, alone)  # what is left to reset
+                    keys = self._keep_memo(t, i, keys, functools.partial(alone, i))
                     if not keys:
-                        continue
+                        continue  # every key it changed was a learned entry
             if held and t.kinds[i] in _MAPPING_KINDS:
                 # Names bound to a thread the test left running stay (and are reported);
                 # the rest of the watch is put back, then the whole joins the baseline.
@@ -988,9 +985,7 @@ class Resetter:
                 if allowed():
                     keep.append(m)
                 continue
-            # Learned within a run only (not saved for the next, as dict entries are):
-            # such members are often hashes, which differ from one process to the next.
-            key = (site, m)
+            key = (site, m)  # (not saved for the next run: see above)
             seen = self.memo.get(key)
             if seen is None:
                 self.memo[key] = (m, 0, 0)

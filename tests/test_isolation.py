@@ -23,6 +23,13 @@ def _isolated(pytester: pytest.Pytester) -> pytest.RunResult:
     )
 
 
+def _kept_line(result: pytest.RunResult) -> str:
+    """The summary's one "kept ... memo entries" line (asserts there is exactly one)."""
+    kept = [line for line in result.outlines if line.startswith("kept ")]
+    assert len(kept) == 1, result.outlines
+    return kept[0]
+
+
 PKG = """
 SETTINGS = {"currency": "USD", "tax": 0.1}
 HISTORY = []
@@ -1350,10 +1357,9 @@ def test_current_is_unset():
     )
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
     result.assert_outcomes(passed=6)
-    kept = [line for line in result.outlines if line.startswith("kept ")]
-    assert len(kept) == 1, result.outlines
-    assert "tables:_TABLE" in kept[0] and "data:_locales['root']" in kept[0]
-    assert "state:CURRENT" not in kept[0]
+    kept = _kept_line(result)
+    assert "tables:_TABLE" in kept and "data:_locales['root']" in kept
+    assert "state:CURRENT" not in kept
 
 
 def test_class_attributes_and_module_names_bound_on_first_use_are_kept(
@@ -1397,9 +1403,8 @@ def test_4():
     )
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
     result.assert_outcomes(passed=4)
-    kept = [line for line in result.outlines if line.startswith("kept ")]
-    assert len(kept) == 1, result.outlines
-    assert "python_lexer:Lexer._table" in kept[0] and "lexers:Python" in kept[0]
+    kept = _kept_line(result)
+    assert "python_lexer:Lexer._table" in kept and "lexers:Python" in kept
 
 
 def test_memo_entries_are_kept_only_when_nothing_beside_them_changed(
@@ -1513,10 +1518,9 @@ def test_4():
     )
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
     result.assert_outcomes(passed=4)
-    kept = [line for line in result.outlines if line.startswith("kept ")]
-    assert len(kept) == 1, result.outlines
-    assert "attrs:_CACHE['a']" in kept[0] and "attrs:_CACHE['b']" in kept[0]
-    assert "'io'" not in kept[0] and "FLAGS" not in kept[0]
+    kept = _kept_line(result)
+    assert "attrs:_CACHE['a']" in kept and "attrs:_CACHE['b']" in kept
+    assert "'io'" not in kept and "FLAGS" not in kept
 
 
 def test_registries_with_effects_or_flags_are_not_memos_and_factory_classes_are(
@@ -1566,8 +1570,7 @@ def test_warns(n):
     )
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
     result.assert_outcomes(passed=3)
-    kept = [line for line in result.outlines if line.startswith("kept ")]
-    assert len(kept) == 1 and kept[0].endswith("(learn_memo): once:Validator"), result.outlines
+    assert _kept_line(result).endswith("(learn_memo): once:Validator")
 
 
 def test_a_class_attribute_loaded_on_first_use_is_learned_and_a_set_one_is_not(
@@ -1605,8 +1608,7 @@ def test_3():
     )
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
     result.assert_outcomes(passed=3)
-    kept = [line for line in result.outlines if line.startswith("kept ")]
-    assert len(kept) == 1 and kept[0].endswith("(learn_memo): lib:Parser.locale_loader"), kept
+    assert _kept_line(result).endswith("(learn_memo): lib:Parser.locale_loader")
 
 
 def test_memo_caches_side_by_side_on_a_class_are_learned_but_not_a_cache_and_its_queue(
@@ -1659,10 +1661,9 @@ def test_uses(n):
     )
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
     result.assert_outcomes(passed=3)
-    kept = [line for line in result.outlines if line.startswith("kept ")]
-    assert len(kept) == 1, result.outlines
-    assert "lib:Words._sorted['cba']" in kept[0] and "lib:Words._joined['cba']" in kept[0]
-    assert "Recent" not in kept[0] and "Passed" not in kept[0]
+    kept = _kept_line(result)
+    assert "lib:Words._sorted['cba']" in kept and "lib:Words._joined['cba']" in kept
+    assert "Recent" not in kept and "Passed" not in kept
 
 
 def test_memo_caches_filled_through_a_helper_handed_each_of_them_are_learned(
@@ -1699,9 +1700,8 @@ def test_uses(n):
     )
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
     result.assert_outcomes(passed=3)
-    kept = [line for line in result.outlines if line.startswith("kept ")]
-    assert len(kept) == 1, result.outlines
-    assert "lib:Table._squares[3]" in kept[0] and "lib:Table._names[3]" in kept[0]
+    kept = _kept_line(result)
+    assert "lib:Table._squares[3]" in kept and "lib:Table._names[3]" in kept
 
 
 def test_what_a_learned_memo_entry_holds_is_put_back_when_a_later_test_changes_it(
@@ -1736,8 +1736,8 @@ def test_sees_it_whole(): assert lib.get("a") == {"x": ("a", 1)}
             "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator"
         )
         result.assert_outcomes(passed=8)
-        kept = [line for line in result.outlines if line.startswith("kept 1 memo entry")]
-        assert len(kept) == 1 and "lib:_cache['a']" in kept[0], result.outlines
+        kept = _kept_line(result)
+        assert kept.startswith("kept 1 memo entry") and "lib:_cache['a']" in kept, kept
 
 
 def test_memo_entries_verified_in_an_earlier_run_of_the_same_code_are_kept_at_once(
@@ -1869,9 +1869,8 @@ def test_members_of_a_done_already_set_are_learned_and_registries_are_not(
     result.stdout.fnmatch_lines(
         ["*kept 1 memo entry*: schemas:Validator._valid{(*, 8)}", "VALIDATED=2"]
     )
-    kept = [line for line in result.outlines if line.startswith("kept ")]
-    assert len(kept) == 1 and "_warned" not in kept[0], kept
-    assert "SEEN" not in kept[0] and "KINDS" not in kept[0], kept
+    kept = _kept_line(result)
+    assert "_warned" not in kept and "SEEN" not in kept and "KINDS" not in kept, kept
 
 
 def test_library_modules_stay_plain_modules_and_their_writes_are_reset(
