@@ -16,6 +16,9 @@ Replaced and deleted entries come back.
 from __future__ import annotations
 
 import builtins
+import collections
+import dis
+import gc
 import importlib
 import importlib.machinery
 import itertools
@@ -216,6 +219,24 @@ class LibraryWatch:
         if now != self.image:
             self.resync([self.mods[i] for i in self._moved(now)])
 
+    def add(self, mod: types.ModuleType) -> bool:
+        """Watch one more module from now on (one kept after the test that imported it);
+        False: its tag cannot be read."""
+        if id(mod) in self.index:
+            return True
+        cell = _versions.cell_for(mod.__dict__)
+        if cell is None:
+            return False
+        view = memoryview(cell).cast("B")
+        self.index[id(mod)] = len(self.mods)
+        self.mods.append(mod)
+        self.dicts.append(mod.__dict__)
+        self.cells.append(cell)
+        self.views.append(view)
+        self.snaps.append(dict(mod.__dict__))
+        self.image += bytes(view)
+        return True
+
     def resync(self, modules: Any) -> None:
         """The undo log put these modules' names back: their namespaces are the snapshot."""
         index = self.index
@@ -292,6 +313,15 @@ def watch_library_modules(is_project: Any) -> list[types.ModuleType]:
         WATCH = LibraryWatch(mods, cells)
         return mods
     return _swap_classes(mods)
+
+
+def watch_module(mod: types.ModuleType, swapped: list[types.ModuleType]) -> None:
+    """Watch a library module kept in sys.modules after the test that imported it, as the
+    modules there at the start are (``swapped``: the list of class-swapped modules)."""
+    if WATCH is not None and WATCH.add(mod):
+        return
+    if type(mod) is types.ModuleType and mod not in swapped:
+        swapped += _swap_classes([mod])
 
 
 def _watch_library_classes(mods: list[types.ModuleType], is_project: Any) -> None:
@@ -555,6 +585,10 @@ def _noting_import(
     return mod
 
 
+_NOTING_CODE: Final = _noting_import.__code__
+_IMPORT_NAME: Final = dis.opmap["IMPORT_NAME"]
+
+
 def _note_import(inputs: _Inputs, name: str, globals: Any, fromlist: Any, level: int) -> None:
     if level:
         package = (globals or {}).get("__package__") or ""
@@ -775,6 +809,9 @@ class UnloadedFinder:
         self.writes: Callable[[], int] | None = None
         self._unchanged_at: dict[str, int] = {}
         self._verdicts: dict[int, bool] = {}  # see _stale
+        # Names that C code imported (not an import statement nor importlib): C may keep
+        # the module (see ModulesProbe._held_elsewhere).
+        self.from_c: set[str] = set()
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         if self._finding and name not in self.cache:
@@ -787,6 +824,8 @@ class UnloadedFinder:
         mod = self.cache.pop(name, None)
         if mod is None and not _importing():
             return None
+        if _imported_by_c():
+            self.from_c.add(name)
         if mod is not None and self._stale(mod):
             self._found.pop(name, None)
             self.fresh.forget(mod)
@@ -999,10 +1038,29 @@ class UnloadedFinder:
         self._found.clear()
         self._answered.clear()
         self._unchanged_at.clear()
+        self.from_c.clear()
         self.probe = None
         self.snapshot = None
         self.writes = None
         _CWD[0] = _CWD[1] = None
+
+
+_HELD_LOOKS: Final = 4
+
+
+def _untracked_references(mods: list[types.ModuleType]) -> list[int]:
+    """Per module, how many of its references no object the collector tracks accounts
+    for: a C static's.  A new module object held only by the same list calibrates what
+    this function's own call holds."""
+    # (The probe is held by the list alone: a local variable is a reference the collector
+    # cannot see, on 3.11 and later.)
+    cands = [*mods, types.ModuleType("<isolator reference probe>")]
+    counts = list(map(sys.getrefcount, cands))
+    referents = itertools.chain.from_iterable(map(gc.get_referents, gc.get_referrers(*cands)))
+    by_id = collections.Counter(map(id, referents))
+    seen = [by_id[id(m)] for m in cands]
+    base = counts[-1] - seen[-1]
+    return [c - s - base for c, s in zip(counts[:-1], seen[:-1])]
 
 
 def _stamp(path: object) -> tuple[int, int] | None:
@@ -1051,6 +1109,25 @@ def _cwd() -> str | None:
     return cwd
 
 
+def _imported_by_c() -> bool:
+    """Whether the import system was called from C code that a Python frame called
+    (``datetime.strptime`` importing ``_strptime``), not from an import statement, the
+    importlib functions or a call of ``__import__``: that code may hold on to the module.
+    (Frame 5: this function <- find_spec <- _find_spec <- _find_and_load_unlocked <-
+    _find_and_load <- the code that asked for the import.)"""
+    try:
+        frame: Any = sys._getframe(5)
+    except ValueError:
+        return False
+    if frame.f_back is None or frame.f_code is _NOTING_CODE:
+        return False
+    code = frame.f_code
+    if code.co_filename.startswith("<frozen") or "__import__" in code.co_names:
+        return False
+    i: int = frame.f_lasti
+    return i >= 0 and code.co_code[i] != _IMPORT_NAME
+
+
 def _importing() -> bool:
     """Whether the import system called us to import (not ``importlib.util.find_spec``
     asking where a module is, whose caller may look at the spec's loader)."""
@@ -1086,6 +1163,11 @@ class ModulesProbe:
         self._image: bytes | None = None
         self._lists: tuple[dict[str, Any], int, list[str], list[Any]] | None = None
         self._library: dict[str, types.ModuleType] = {}  # unloaded before, not project code
+        # name -> (id of the module, its reference count) when found held by nothing
+        # beyond Python's objects, and how often that was looked at (see _held_elsewhere).
+        self._refs: dict[str, tuple[int, int]] = {}
+        self._looks: dict[str, int] = {}
+        self.swapped: list[types.ModuleType] = []  # the resetter's class-swapped modules
         self._snap_cell: tuple[dict[str, Any], Any] | None = None  # (snap, its tag cell)
         # The last _changes() found sys.modules' entry table to start with ``_image``.
         self._prefix_seen = False
@@ -1192,6 +1274,63 @@ class ModulesProbe:
         ]
         return added, replaced, deleted
 
+    def _held_elsewhere(self, names: list[str]) -> list[str]:
+        """The library modules among ``names`` that something outside Python's objects
+        holds (a C extension's static variable), found by counting references.
+
+        A module's reference count, minus the references the collector can show, is what
+        C code holds.  Finding them walks every object, so a module is looked at again
+        only when its count grew since the last look found nothing (another holder since),
+        and at most ``_HELD_LOOKS`` times."""
+        mods, refs, looks = sys.modules, self._refs, self._looks
+        keys: dict[int, list[str]] = {}  # module id -> its names here (six.moves aliases)
+        cands: list[types.ModuleType] = []
+        from_c = FINDER.from_c
+        for n in names:
+            if n not in from_c:
+                continue
+            m = mods.get(n)
+            if not isinstance(m, types.ModuleType) or self.is_project(m):
+                continue
+            k = id(m)
+            if k in keys:
+                keys[k].append(n)
+                continue
+            last = refs.get(n)
+            if last is not None and (
+                (last[0] == k and sys.getrefcount(m) <= last[1]) or looks.get(n, 0) >= _HELD_LOOKS
+            ):
+                continue
+            looks[n] = looks.get(n, 0) + 1
+            keys[k] = [n]
+            cands.append(m)
+        m = None
+        if not cands:
+            return []
+        held: list[str] = []
+        for mod, extra in zip(cands, _untracked_references(cands)):
+            if extra > 0:
+                held += keys[id(mod)]
+            else:
+                count = sys.getrefcount(mod)
+                for n in keys[id(mod)]:
+                    refs[n] = (id(mod), count)
+        return held
+
+    def _keep_library_module(self, mod: types.ModuleType) -> None:
+        """A module kept in sys.modules for good gets back the namespace its first import
+        left, when that import was seen and pure, and is watched from now on."""
+        fresh = FINDER.fresh.get(mod)
+        if fresh is not None and fresh[2]:
+            d = mod.__dict__
+            spec = d.get("__spec__")  # the import system's, for the name it is under
+            d.clear()
+            d.update(fresh[0])
+            if spec is not None:
+                d["__spec__"] = spec
+        FINDER.fresh.forget(mod)
+        watch_module(mod, self.swapped)
+
     def restore(
         self, added: list[str], replaced: list[str], deleted: list[str]
     ) -> tuple[list[str], list[str]]:
@@ -1216,6 +1355,17 @@ class ModulesProbe:
         # A family gains a C extension during the test: keep the whole family.
         kept += [n for n in names if n.partition(".")[0] in families]
         names = [n for n in names if n.partition(".")[0] not in families]
+        m = None  # (a reference the collector cannot see: see _held_elsewhere)
+        held = self._held_elsewhere(names) if names and FINDER.from_c else []
+        if held:
+            # C code holds these (datetime's _strptime on 3.10-3.12): it would go on using
+            # the unloaded module, and no later import would put it back in sys.modules.
+            # They stay, as their first import left them, and are watched from now on.
+            kept += held
+            gone = set(held)
+            names = [n for n in names if n not in gone]
+            for n in held:
+                self._keep_library_module(mods[n])
         library = self._library
         for name in names:
             m = mods.pop(name, None)

@@ -394,6 +394,7 @@ class Resetter:
         files = self.files
         _modules.FINDER.writes = functools.partial(getattr, files, "writes")  # (no Python frame)
         self.swapped = _modules.watch_library_modules(self.is_project)
+        self.modules.swapped = self.swapped
         self.threads = set(threading.enumerate())
         self.thread_count = _thread._count()
         self.children = live_children() or {}

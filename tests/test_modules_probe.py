@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
@@ -701,3 +703,45 @@ def test_a_library_module_under_two_names_is_reset_once_and_stays_reset(
     result = _run(pytester, "-v", "--rootdir", str(proj), str(proj / "test_twice.py"))
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(["*twice:VALUE (4)*"])
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 13), reason="datetime keeps _strptime only up to 3.12")
+def test_a_module_that_c_code_keeps_stays_imported_and_its_writes_are_undone(
+    pytester: pytest.Pytester,
+) -> None:
+    # datetime.strptime imports _strptime once and keeps it in a C static variable (3.10
+    # to 3.12): unloaded after the first test, it would never come back to sys.modules,
+    # where every later test alone in a fresh process finds it after its first call.
+    # The first test imports it with a statement (unloaded as usual); the C import of the
+    # same object comes after.
+    pytester.makepyfile(
+        test_strptime="""
+import datetime, sys
+import pytest
+
+def test_imports_it():
+    import _strptime
+    assert _strptime.__name__ == "_strptime"
+
+def test_not_there_yet():
+    assert "_strptime" not in sys.modules
+
+@pytest.mark.parametrize("n", range(3))
+def test_parses_and_finds_the_module(n):
+    assert datetime.datetime.strptime("2020-01-0%d" % (n + 1), "%Y-%m-%d").day == n + 1
+    assert "_strptime" in sys.modules
+
+def test_marks_it():
+    import _strptime
+    _strptime.MARK = 1
+    _strptime._TimeRE_cache = None
+
+def test_marks_are_gone():
+    import _strptime
+    assert not hasattr(_strptime, "MARK")
+    assert datetime.datetime.strptime("2020", "%Y").year == 2020
+"""
+    )
+    result = _run(pytester, "-v")
+    result.assert_outcomes(passed=7)
+    result.stdout.fnmatch_lines(["*_strptime:MARK*"])
