@@ -306,6 +306,9 @@ class StateTable:
         self._depth = 0
         self._imported: frozenset[str] = frozenset()
         self.caches: list[tuple[str, Any, int]] = []  # (site, lru wrapper, baseline size)
+        # Cache index -> the entries learned into its baseline (key -> value): an unbounded
+        # cache's restore then removes only the others (see restore_cache).
+        self.cache_base: dict[int, dict[Any, Any]] = {}
         self.cells: list[tuple[str, Any, object]] = []  # (site, cell, baseline contents)
         self.defaults: list[tuple[str, Any, object, object]] = []  # (site, fn, defaults, kw)
         self.opaque: list[Unrestorable] = []
@@ -809,7 +812,7 @@ class StateTable:
                 [fn for _, fn, _, _ in self.defaults],
                 [d for _, _, d, _ in self.defaults],
                 [kw for _, _, _, kw in self.defaults],
-                [cache_sizer(fn) for _, fn, _ in self.caches],
+                [self._cache_sizer(j) for j in range(len(self.caches))],
                 [n for _, _, n in self.caches],
             )
         return p
@@ -913,7 +916,7 @@ class StateTable:
         """Dirty caches, cells, defaults (unless known unchanged) and opaque objects, of
         the ``kinds`` that may have changed."""
         caches = (
-            [i for i, (_, fn, size) in enumerate(self.caches) if _cache_size(fn) != size]
+            [i for i, (_, _, size) in enumerate(self.caches) if len(self._cache_sizer(i)) != size]
             if self.caches and kinds & CACHES
             else []
         )
@@ -1054,7 +1057,48 @@ class StateTable:
             live.restore(snap)
 
     def restore_cache(self, i: int) -> None:
-        self.caches[i][1].cache_clear()
+        site, fn, size = self.caches[i]
+        base = self.cache_base.get(i)
+        entries = cache_dict(fn) if base is not None else None
+        if base is None or entries is None:
+            fn.cache_clear()
+            if base is not None:
+                del self.cache_base[i]
+                self.caches[i] = (site, fn, 0)
+                self.changed()
+            return
+        # Only the learned entries stay (a test that emptied the cache gets them back).
+        for k in [k for k in entries if k not in base]:
+            del entries[k]
+        for k, v in base.items():
+            if entries.get(k, _EMPTY) is not v:
+                entries[k] = v
+        if size != len(entries):
+            self.caches[i] = (site, fn, len(entries))
+            self.changed()
+
+    def _cache_sizer(self, i: int) -> Any:
+        """Memo cache ``i``'s sizer (:func:`cache_sizer`); with learned entries, one that
+        also tells when one of them is no longer the object learned."""
+        fn = self.caches[i][1]
+        base = self.cache_base.get(i)
+        entries = cache_dict(fn) if base is not None else None
+        if base is None or entries is None:
+            return cache_sizer(fn)
+        return _LearnedCache(entries, list(base), list(base.values()))
+
+    def watch_cache_values(
+        self, site: str, pairs: list[tuple[Any, Any]], prefixes: tuple[str, ...]
+    ) -> None:
+        """Watch the mutable objects held by a memo cache's learned entries (see
+        :meth:`watch_kept`)."""
+        budget = [_MAX_WATCHES_PER_MODULE]
+        watched = len(self.lives)
+        for k, v in pairs:
+            self._walk_guarded(f"{site}({k!r})", v, self.modname, prefixes, 1, budget)
+        if len(self.lives) != watched:
+            self.vidx = None
+            self.changed()
 
     def restore_cell(self, i: int) -> None:
         _, cell, old = self.cells[i]
@@ -1371,6 +1415,37 @@ def cache_sizer(fn: Any) -> Any:
     if len(dicts) == 1 and len(dicts[0]) == size:
         return dicts[0]
     return _CacheInfoSize(fn)
+
+
+class _LearnedCache:
+    """``len()`` of an unbounded memo cache with learned entries, or ``sys.maxsize`` when
+    one of those is no longer the object learned: the cache was emptied and the entry
+    computed again (by a test that changed what it is computed from), which leaves the
+    count as it was."""
+
+    __slots__ = ("entries", "keys", "values")
+
+    def __init__(self, entries: dict[Any, Any], keys: list[Any], values: list[Any]):
+        self.entries, self.keys, self.values = entries, keys, values
+
+    def __len__(self) -> int:
+        entries = self.entries
+        if any(map(operator.is_not, map(entries.get, self.keys), self.values)):
+            return sys.maxsize
+        return len(entries)
+
+
+def cache_dict(fn: Any) -> dict[Any, Any] | None:
+    """The dict of an unbounded ``functools.cache``: key -> result, the cache itself (the
+    C wrapper looks entries up in it, and counts them for ``cache_info()``); None for a
+    bounded cache (its entries are also linked in recency order) or another kind."""
+    try:
+        if fn.cache_info().maxsize is not None:
+            return None
+    except Exception:
+        return None
+    found = cache_sizer(fn)
+    return found if type(found) is dict else None
 
 
 def _cache_size(fn: Any) -> int:

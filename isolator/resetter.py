@@ -54,6 +54,7 @@ from isolator._state import (
     TAGS,
     StateTable,
     _diff_keys,
+    cache_dict,
 )
 
 _ISOLATOR_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -72,6 +73,18 @@ _EFFECT_NAMES: Final = frozenset(
 # Values that say only "done" or count (a "seen" registry, a call counter): not the
 # result of a computation worth keeping, and keeping one changes what later tests see.
 _FLAG_TYPES: Final = (bool, int, type(None))
+# Names of the process's changing state: a function using one is no pure memo function.
+_IMPURE_NAMES: Final = frozenset(
+    {
+        "environ", "getenv", "getcwd", "cwd", "open", "read_text", "read_bytes", "exists",
+        "is_file", "is_dir", "listdir", "scandir", "iterdir", "glob", "stat", "walk",
+        "time", "time_ns", "monotonic", "perf_counter", "now", "utcnow", "today",
+        "random", "randint", "choice", "shuffle", "uuid1", "uuid4", "urandom", "argv",
+        "stdin", "input", "getpid", "getlocale", "setlocale", "modules", "path",
+        "global_settings", "settings", "config", "get_config",
+    }
+)  # fmt: skip
+_PURE_DEPTH: Final = 3
 _LIB_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
 
 
@@ -143,6 +156,34 @@ _LEFT: Final = "left as the test left it, beside state that cannot be copied"
 
 
 _STABLE_ATOMS: Final = (str, bytes, int, float, bool, type(None))
+
+
+_OWN_DIRS: Final = (_ISOLATOR_DIR, os.path.join(_ISOLATOR_DIR, "analysis"))
+
+
+def _py_files(directory: str) -> list[str]:
+    try:
+        return [f for f in os.listdir(directory) if f.endswith(".py")]
+    except OSError:
+        return []
+
+
+def _through_modules(site: str) -> str:
+    """A site named through a module's attribute that is a submodule, named from that
+    submodule (``pkg:mod.NAME[...]`` -> ``pkg.mod:NAME[...]``: how a test module that did
+    ``from pkg import mod`` writes ``mod.NAME``)."""
+    owner, _, path = site.partition(":")
+    while True:
+        m = _LEADING_NAME.match(path)
+        if m is None or not m[2].startswith((".", "[")):
+            return f"{owner}:{path}"
+        sub = f"{owner}.{m[1]}"
+        if not isinstance(sys.modules.get(sub), types.ModuleType):
+            return f"{owner}:{path}"
+        owner, path = sub, m[2].removeprefix(".")
+
+
+_LEADING_NAME: Final = re.compile(r"([A-Za-z_]\w*)(.*)", re.S)
 
 
 def _stable_repr(key: object) -> str | None:
@@ -324,7 +365,8 @@ class Resetter:
         self.memo_prior_kept = 0
         self.memo_kept: list[str] = []
         # Memo entries kept during a table's reset, whose values are watched at its end.
-        self._kept_values: list[tuple[StateTable, int, list[tuple[Any, Any]]]] = []
+        # (A cache's: its site in place of the watch.)
+        self._kept_values: list[tuple[StateTable, int | str, list[tuple[Any, Any]]]] = []
         self._module_names_seen: set[str] = set()
         # The module of the test being checked (set by the plugin), and what the static
         # pass says about memo candidates: (site, test module's file or name, a writer
@@ -743,6 +785,8 @@ class Resetter:
             out.reset += sites
         for i in caches:
             site = t.caches[i][0]
+            if memo_ok and self._keep_cache(t, i):
+                continue  # every entry it gained was learned: nothing to put back
             out.writes.append(site)
             if frozen and _root(site) in frozen:
                 left[1].append(i)
@@ -753,7 +797,7 @@ class Resetter:
                 out.unrestorable.append((site, _refused(exc)))
                 continue
             out.reset.append(site)
-            if t.caches[i][2]:
+            if t.caches[i][2] and i not in t.cache_base:
                 out.unrestorable.append(
                     (site, f"memo cache had {t.caches[i][2]} entries at baseline; it was cleared")
                 )
@@ -808,8 +852,11 @@ class Resetter:
             t.verified(pending)
         if self._kept_values:
             prefixes = tuple(self.project)
-            for kt, i, pairs in self._kept_values:
-                kt.watch_kept(i, pairs, prefixes)
+            for kt, at, pairs in self._kept_values:
+                if isinstance(at, str):
+                    kt.watch_cache_values(at, pairs, prefixes)
+                else:
+                    kt.watch_kept(at, pairs, prefixes)
             self._kept_values.clear()
 
     def _keep_memo(
@@ -947,6 +994,175 @@ class Resetter:
             return []
         kept = {id(k) for k, _ in keep}
         return [k for k in keys if id(k) not in kept]
+
+    def _keep_cache(self, t: StateTable, i: int) -> bool:
+        """Keep the entries a test added to an unbounded ``functools.cache`` once a later
+        test recomputed them equal, as :meth:`_keep_memo` keeps a dict's: only plain keys
+        (strings, numbers, tuples of them: not objects whose state may differ), and only
+        for a function that computes from nothing a test can change
+        (:meth:`_pure_cached`).  True when every entry it gained was kept."""
+        site, fn, _ = t.caches[i]
+        if t.modname.startswith("<"):
+            return False
+        entries = cache_dict(fn)
+        if entries is None:
+            return False
+        base = t.cache_base.get(i, {})
+        try:
+            if any(k not in entries for k in base):
+                return False  # emptied by the test: the learned entries go back
+            added = [(k, entries[k]) for k in entries if k not in base]
+        except Exception:
+            return False
+        if not added or not all(_stable_repr(k) is not None for k, _ in added):
+            return False
+        declared = bool(self.keep) and any(fnmatch.fnmatchcase(site, p) for p in self.keep)
+        verdict: list[bool] = []
+
+        def allowed() -> bool:
+            if not verdict:
+                verdict.append(self._pure_cached(site, fn))
+            return verdict[0]
+
+        keep: list[tuple[Any, Any]] = []
+        for k, v in added:
+            if declared:
+                keep.append((k, v))
+                continue
+            if not self.learn_memo:
+                break
+            key = (site, k)
+            name = _stable_repr(k)
+            seen = self.memo.get(key)
+            if seen is None:
+                if name is not None and name in self.memo_prior.get(site, ()) and allowed():
+                    keep.append((k, v))
+                    self.memo_prior_kept += 1
+                    self.memo_verified.setdefault(site, set()).add(name)
+                else:
+                    self.memo[key] = (v, 0, 0)
+                continue
+            if seen[2] >= _MEMO_MISSES:
+                continue
+            if same_value(seen[0], v) and allowed():
+                self.memo[key] = (v, seen[1] + 1, seen[2])
+                keep.append((k, v))
+                if name is not None:
+                    self.memo_verified.setdefault(site, set()).add(name)
+            else:
+                self.memo[key] = (v, 0, seen[2] + 1)
+        if not keep:
+            return False
+        base = t.cache_base.setdefault(i, base)
+        base.update(keep)
+        self._kept_values.append((t, site, keep))
+        self.memo_kept += [f"{site}({k!r})" for k, _ in keep]
+        t.changed()  # (its sizer now checks the learned entries)
+        if len(keep) == len(added):
+            t.caches[i] = (site, fn, len(entries))
+            return True
+        return False
+
+    def _pure_cached(self, site: str, fn: Any) -> bool:
+        """Whether the function behind memo cache ``fn`` computes only from its arguments
+        and from state no code seen writes (see :meth:`_pure_function`), once per site."""
+        key = (site, "<pure>", False)
+        verdict = self.memo_verdicts.get(key)
+        if verdict is None:
+            inner = getattr(fn, "__wrapped__", None)
+            verdict = isinstance(inner, types.FunctionType) and self._pure_function(inner, 0)
+            self.memo_verdicts[key] = verdict
+        return verdict
+
+    def _pure_function(self, fn: types.FunctionType, depth: int) -> bool:
+        """Whether a project function reads only module state that no code the static
+        pass sees writes (its own module's, the state's module's, the running test
+        module's), writes none, shows nothing (warns, logs, prints), uses no name of the
+        process's changing state (the environment, files, clocks, randomness), and calls
+        only project functions and classes of which the same holds (a few levels deep);
+        a library's functions are taken as computing from their arguments."""
+        if depth > _PURE_DEPTH:
+            return False
+        mod = sys.modules.get(getattr(fn, "__module__", None) or "")
+        state = self._static_state(mod)
+        if state is None:
+            return False
+        code = fn.__code__
+        names: set[str] = set()
+        todo = [code]
+        while todo:
+            c = todo.pop()
+            names.update(c.co_names)
+            todo += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+        if not _IMPURE_NAMES.isdisjoint(names):
+            return False
+        accesses = [a for a in state.code if a.qualname == fn.__qualname__]
+        if not accesses or not all(self._pure_access(mod, a) for a in accesses):
+            return False
+        spaces = [fn.__globals__]
+        spaces += [
+            m.__dict__
+            for m in (fn.__globals__.get(n) for n in names)
+            if isinstance(m, types.ModuleType) and self.is_project(m)
+        ]
+        for n in names:
+            for space in spaces:
+                obj = space.get(n)
+                if obj is None or obj is fn or isinstance(obj, types.ModuleType):
+                    continue
+                if isinstance(obj, types.FunctionType):
+                    home = sys.modules.get(obj.__module__ or "")
+                    if home is not None and self.is_project(home):
+                        if not self._pure_function(obj, depth + 1):
+                            return False
+                elif isinstance(obj, type):
+                    home = sys.modules.get(obj.__module__)
+                    if home is not None and self.is_project(home):
+                        if not self._pure_class(obj, home):
+                            return False
+                elif callable(obj):
+                    home = sys.modules.get(getattr(obj, "__module__", None) or "")
+                    if home is None or self.is_project(home):
+                        return False  # a project callable object: what it reads is unseen
+        return True
+
+    def _pure_class(self, cls: type, home: types.ModuleType) -> bool:
+        """A project class a pure function makes or calls: every method its own source
+        defines is pure as :meth:`_pure_access` sees it."""
+        state = self._static_state(home)
+        if state is None:
+            return False
+        prefix = cls.__qualname__ + "."
+        return all(self._pure_access(home, a) for a in state.code if a.qualname.startswith(prefix))
+
+    def _pure_access(self, mod: object, access: Any) -> bool:
+        """One code object writes no module state, shows nothing, and reads only state
+        that no code seen writes."""
+        if access.writes or self._effects(mod, access):
+            return False
+        return not any(self._written(r, mod) for r in access.reads)
+
+    def _written(self, site: str, home: object) -> bool:
+        """Whether code other than a module's or a class's own initialisation writes
+        ``site``, in its module, in ``home`` or in the running test's module (a write
+        that only empties it included: the cache would keep what was computed before)."""
+        from isolator.analysis import sites_overlap
+
+        site = _through_modules(site)
+        owner = sys.modules.get(site.partition(":")[0])
+        for mod in {id(m): m for m in (owner, home, self.test_module) if m is not None}.values():
+            state = self._static_state(mod)
+            if state is None:
+                if mod is owner:
+                    return True
+                continue
+            bodies = set(state.classes)
+            for code in state.code:
+                if code.qualname == "<module>" or code.qualname in bodies:
+                    continue
+                if any(sites_overlap(_through_modules(w), site) for w in code.writes):
+                    return True
+        return False
 
     def _keep_set_members(self, t: StateTable, i: int, alone: Callable[[], bool]) -> bool:
         """Keep members a test *added* to a set once a later test added them again after a
@@ -1186,14 +1402,16 @@ class Resetter:
             self._file_cache.save()
 
     def code_stamp(self) -> str:
-        """What memo knowledge from another run is valid for: this interpreter and the
-        project's module files as they are (path, size, modification time).  A memo entry
-        recomputed the same by this code is recomputed the same by it again."""
+        """What memo knowledge from another run is valid for: this interpreter, isolator's
+        own modules (whose verdicts they are) and the project's module files as they are
+        (path, size, modification time).  A memo entry recomputed the same by this code is
+        recomputed the same by it again."""
         import hashlib
 
         h = hashlib.sha256(f"{sys.version}\0{sys.executable}".encode())
-        for name in sorted(self.project - {"__main__"}):  # the program: pytest or isolator
-            f = getattr(sys.modules.get(name), "__file__", None)
+        own = [os.path.join(d, f) for d in _OWN_DIRS for f in sorted(_py_files(d))]
+        project = sorted(self.project - {"__main__"})  # (__main__: pytest's)
+        for f in own + [getattr(sys.modules.get(name), "__file__", None) for name in project]:
             if isinstance(f, str):
                 try:
                     st = os.stat(f)

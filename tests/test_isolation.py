@@ -1740,6 +1740,68 @@ def test_sees_it_whole(): assert lib.get("a") == {"x": ("a", 1)}
         assert kept.startswith("kept 1 memo entry") and "lib:_cache['a']" in kept, kept
 
 
+def test_functools_cache_entries_are_learned_only_for_functions_of_unchanging_inputs(
+    pytester: pytest.Pytester,
+) -> None:
+    # dateparser's @functools.cache _build_tz_regexes compiles a huge pattern from a table
+    # nothing writes: emptied after every test, every test compiled it again.  An entry
+    # recomputed the same is kept, as a dict's, but only for a function that reads no
+    # state some code writes (the test below that changes _OVERRIDES), nor the process's
+    # changing state (the environment), and only in an unbounded cache.  What a kept
+    # entry holds is put back when a test changes it.
+    pytester.makepyfile(
+        lib="""
+import functools, os
+PATTERNS = ["a+", "b+"]
+_OVERRIDES = {"x": 1}
+
+@functools.cache
+def compiled(flags):
+    return {"flags": flags, "parts": list(PATTERNS)}
+
+@functools.cache
+def rate(name):
+    return _OVERRIDES.get(name, 0)
+
+@functools.cache
+def home():
+    return os.environ.get("ISOLATOR_T_HOME", "none")
+
+@functools.lru_cache(maxsize=8)
+def bounded(n):
+    return [n]
+""",
+        test_lib="""
+import lib
+def check():
+    assert lib.compiled(1)["parts"] == ["a+", "b+"]
+    assert lib.rate("x") == 1 and lib.home() == "none" and lib.bounded(1) == [1]
+def test_1(): check()
+def test_2(): check()
+def test_override():
+    lib._OVERRIDES["x"] = 5
+    lib.rate.cache_clear()
+    assert lib.rate("x") == 5
+    lib._OVERRIDES["x"] = 1  # the source back: the cache keeps 5
+def test_env(monkeypatch):
+    monkeypatch.setenv("ISOLATOR_T_HOME", "set")
+    assert lib.home() == "set"
+def test_mutates(): lib.compiled(1)["parts"].append("c")
+def test_refills():
+    lib.compiled.cache_clear()
+    assert lib.compiled(1)["parts"] == ["a+", "b+"]
+def test_3(): check()
+""",
+    )
+    for _ in range(2):  # the second run keeps the entry at once
+        result = pytester.runpytest_subprocess(
+            "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator"
+        )
+        result.assert_outcomes(passed=7)
+        kept = _kept_line(result)
+        assert kept.startswith("kept 1 memo entry") and "lib:compiled(1)" in kept, kept
+
+
 def test_memo_entries_verified_in_an_earlier_run_of_the_same_code_are_kept_at_once(
     pytester: pytest.Pytester,
 ) -> None:
