@@ -723,7 +723,7 @@ class StateTable:
             u.rebuild = _rebuilder(u.obj)
         for j in caches:
             site, fn, _ = self.caches[j]
-            self.caches[j] = (site, fn, _cache_size(fn))
+            self.caches[j] = (site, fn, len(self._cache_sizer(j)))
         for j in cells:
             site, cell, _ = self.cells[j]
             contents = _cell_get(cell)
@@ -1073,8 +1073,8 @@ class StateTable:
         for k, v in base.items():
             if entries.get(k, _EMPTY) is not v:
                 entries[k] = v
-        if size != len(entries):
-            self.caches[i] = (site, fn, len(entries))
+        if size != 0:
+            self.caches[i] = (site, fn, 0)  # (the sizer counts the other entries)
             self.changed()
 
     def _cache_sizer(self, i: int) -> Any:
@@ -1085,7 +1085,7 @@ class StateTable:
         entries = cache_dict(fn) if base is not None else None
         if base is None or entries is None:
             return cache_sizer(fn)
-        return _LearnedCache(entries, list(base), list(base.values()))
+        return _LearnedCache(entries, base)
 
     def watch_cache_values(
         self, site: str, pairs: list[tuple[Any, Any]], prefixes: tuple[str, ...]
@@ -1418,21 +1418,22 @@ def cache_sizer(fn: Any) -> Any:
 
 
 class _LearnedCache:
-    """``len()`` of an unbounded memo cache with learned entries, or ``sys.maxsize`` when
-    one of those is no longer the object learned: the cache was emptied and the entry
-    computed again (by a test that changed what it is computed from), which leaves the
-    count as it was."""
+    """For an unbounded memo cache with learned entries (``base``): ``len()`` is the count
+    of its other entries, or ``sys.maxsize`` when a learned one is no longer the object
+    learned (the cache was emptied and the entry computed again, by a test that changed
+    what it is computed from: the count alone would not tell).  Entries learned later
+    leave it at 0: the table's parts need not be made again."""
 
-    __slots__ = ("entries", "keys", "values")
+    __slots__ = ("entries", "base")
 
-    def __init__(self, entries: dict[Any, Any], keys: list[Any], values: list[Any]):
-        self.entries, self.keys, self.values = entries, keys, values
+    def __init__(self, entries: dict[Any, Any], base: dict[Any, Any]):
+        self.entries, self.base = entries, base
 
     def __len__(self) -> int:
-        entries = self.entries
-        if any(map(operator.is_not, map(entries.get, self.keys), self.values)):
+        entries, base = self.entries, self.base
+        if any(map(operator.is_not, map(entries.get, base), base.values())):
             return sys.maxsize
-        return len(entries)
+        return len(entries) - len(base)
 
 
 def cache_dict(fn: Any) -> dict[Any, Any] | None:

@@ -168,6 +168,18 @@ def _py_files(directory: str) -> list[str]:
         return []
 
 
+@functools.lru_cache(maxsize=1024)
+def _names_used(code: types.CodeType) -> frozenset[str]:
+    """The global and attribute names a code object and the code nested in it use."""
+    names: set[str] = set()
+    todo = [code]
+    while todo:
+        c = todo.pop()
+        names.update(c.co_names)
+        todo += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+    return frozenset(names)
+
+
 def _through_modules(site: str) -> str:
     """A site named through a module's attribute that is a submodule, named from that
     submodule (``pkg:mod.NAME[...]`` -> ``pkg.mod:NAME[...]``: how a test module that did
@@ -1004,6 +1016,9 @@ class Resetter:
         site, fn, _ = t.caches[i]
         if t.modname.startswith("<"):
             return False
+        declared = bool(self.keep) and any(fnmatch.fnmatchcase(site, p) for p in self.keep)
+        if not declared and not (self.learn_memo and self._pure_cached(site, fn)):
+            return False  # (asked first: the verdict is kept, the entries are many)
         entries = cache_dict(fn)
         if entries is None:
             return False
@@ -1016,26 +1031,16 @@ class Resetter:
             return False
         if not added or not all(_stable_repr(k) is not None for k, _ in added):
             return False
-        declared = bool(self.keep) and any(fnmatch.fnmatchcase(site, p) for p in self.keep)
-        verdict: list[bool] = []
-
-        def allowed() -> bool:
-            if not verdict:
-                verdict.append(self._pure_cached(site, fn))
-            return verdict[0]
-
         keep: list[tuple[Any, Any]] = []
         for k, v in added:
             if declared:
                 keep.append((k, v))
                 continue
-            if not self.learn_memo:
-                break
             key = (site, k)
             name = _stable_repr(k)
             seen = self.memo.get(key)
             if seen is None:
-                if name is not None and name in self.memo_prior.get(site, ()) and allowed():
+                if name is not None and name in self.memo_prior.get(site, ()):
                     keep.append((k, v))
                     self.memo_prior_kept += 1
                     self.memo_verified.setdefault(site, set()).add(name)
@@ -1044,7 +1049,7 @@ class Resetter:
                 continue
             if seen[2] >= _MEMO_MISSES:
                 continue
-            if same_value(seen[0], v) and allowed():
+            if same_value(seen[0], v):
                 self.memo[key] = (v, seen[1] + 1, seen[2])
                 keep.append((k, v))
                 if name is not None:
@@ -1053,13 +1058,16 @@ class Resetter:
                 self.memo[key] = (v, 0, seen[2] + 1)
         if not keep:
             return False
-        base = t.cache_base.setdefault(i, base)
+        if i not in t.cache_base:
+            t.cache_base[i] = base
+            t.changed()  # its sizer now checks the learned entries
         base.update(keep)
         self._kept_values.append((t, site, keep))
         self.memo_kept += [f"{site}({k!r})" for k, _ in keep]
-        t.changed()  # (its sizer now checks the learned entries)
         if len(keep) == len(added):
-            t.caches[i] = (site, fn, len(entries))
+            if t.caches[i][2] != 0:
+                t.caches[i] = (site, fn, 0)  # (the sizer counts the entries not learned)
+                t.changed()
             return True
         return False
 
@@ -1070,34 +1078,31 @@ class Resetter:
         verdict = self.memo_verdicts.get(key)
         if verdict is None:
             inner = getattr(fn, "__wrapped__", None)
-            verdict = isinstance(inner, types.FunctionType) and self._pure_function(inner, 0)
+            verdict = isinstance(inner, types.FunctionType) and self._pure_function(inner, 0, site)
             self.memo_verdicts[key] = verdict
         return verdict
 
-    def _pure_function(self, fn: types.FunctionType, depth: int) -> bool:
+    def _pure_function(self, fn: types.FunctionType, depth: int, own: str = "") -> bool:
         """Whether a project function reads only module state that no code the static
         pass sees writes (its own module's, the state's module's, the running test
         module's), writes none, shows nothing (warns, logs, prints), uses no name of the
         process's changing state (the environment, files, clocks, randomness), and calls
         only project functions and classes of which the same holds (a few levels deep);
-        a library's functions are taken as computing from their arguments."""
+        a library's functions are taken as computing from their arguments.  ``own``: the
+        site of the function's own cache, which a recursive call reads and fills."""
         if depth > _PURE_DEPTH:
             return False
         mod = sys.modules.get(getattr(fn, "__module__", None) or "")
         state = self._static_state(mod)
         if state is None:
             return False
-        code = fn.__code__
-        names: set[str] = set()
-        todo = [code]
-        while todo:
-            c = todo.pop()
-            names.update(c.co_names)
-            todo += [k for k in c.co_consts if isinstance(k, types.CodeType)]
-        if not _IMPURE_NAMES.isdisjoint(names):
+        names = _names_used(fn.__code__)
+        # (By the names its code uses, which the function has at hand: the static pass's
+        # finer look at calls would compile the module's source.)
+        if not (_IMPURE_NAMES.isdisjoint(names) and _EFFECT_NAMES.isdisjoint(names)):
             return False
         accesses = [a for a in state.code if a.qualname == fn.__qualname__]
-        if not accesses or not all(self._pure_access(mod, a) for a in accesses):
+        if not accesses or not all(self._pure_access(a, mod, own) for a in accesses):
             return False
         spaces = [fn.__globals__]
         spaces += [
@@ -1120,6 +1125,8 @@ class Resetter:
                     if home is not None and self.is_project(home):
                         if not self._pure_class(obj, home):
                             return False
+                elif getattr(obj, "__wrapped__", None) is fn:
+                    continue  # its own cache: a recursive memo function (fib)
                 elif callable(obj):
                     home = sys.modules.get(getattr(obj, "__module__", None) or "")
                     if home is None or self.is_project(home):
@@ -1132,15 +1139,22 @@ class Resetter:
         state = self._static_state(home)
         if state is None:
             return False
-        prefix = cls.__qualname__ + "."
-        return all(self._pure_access(home, a) for a in state.code if a.qualname.startswith(prefix))
-
-    def _pure_access(self, mod: object, access: Any) -> bool:
-        """One code object writes no module state, shows nothing, and reads only state
-        that no code seen writes."""
-        if access.writes or self._effects(mod, access):
+        names: set[str] = set()
+        for value in vars(cls).values():
+            code = getattr(getattr(value, "__func__", value), "__code__", None)
+            if isinstance(code, types.CodeType):
+                names |= _names_used(code)
+        if not (_IMPURE_NAMES.isdisjoint(names) and _EFFECT_NAMES.isdisjoint(names)):
             return False
-        return not any(self._written(r, mod) for r in access.reads)
+        prefix = cls.__qualname__ + "."
+        return all(self._pure_access(a, home) for a in state.code if a.qualname.startswith(prefix))
+
+    def _pure_access(self, access: Any, home: object, own: str = "") -> bool:
+        """One code object of module ``home`` writes no module state (but ``own``) and
+        reads only state that no code seen writes."""
+        if any(w != own for w in access.writes):
+            return False
+        return not any(r != own and self._written(r, home) for r in access.reads)
 
     def _written(self, site: str, home: object) -> bool:
         """Whether code other than a module's or a class's own initialisation writes

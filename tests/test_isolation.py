@@ -1747,8 +1747,9 @@ def test_functools_cache_entries_are_learned_only_for_functions_of_unchanging_in
     # nothing writes: emptied after every test, every test compiled it again.  An entry
     # recomputed the same is kept, as a dict's, but only for a function that reads no
     # state some code writes (the test below that changes _OVERRIDES), nor the process's
-    # changing state (the environment), and only in an unbounded cache.  What a kept
-    # entry holds is put back when a test changes it.
+    # changing state (the environment), and only in an unbounded cache; a recursive
+    # function's calls of itself do not count against it.  What a kept entry holds is put
+    # back when a test changes it.
     pytester.makepyfile(
         lib="""
 import functools, os
@@ -1770,12 +1771,17 @@ def home():
 @functools.lru_cache(maxsize=8)
 def bounded(n):
     return [n]
+
+@functools.cache
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
 """,
         test_lib="""
 import lib
 def check():
     assert lib.compiled(1)["parts"] == ["a+", "b+"]
     assert lib.rate("x") == 1 and lib.home() == "none" and lib.bounded(1) == [1]
+    assert lib.fib(3) == 2
 def test_1(): check()
 def test_2(): check()
 def test_override():
@@ -1799,7 +1805,9 @@ def test_3(): check()
         )
         result.assert_outcomes(passed=7)
         kept = _kept_line(result)
-        assert kept.startswith("kept 1 memo entry") and "lib:compiled(1)" in kept, kept
+        # compiled(1), and fib(0) to fib(3): a recursive call fills its own cache.
+        assert kept.startswith("kept 5 memo entries") and "lib:compiled(1)" in kept, kept
+        assert "lib:fib(3)" in kept and "rate" not in kept and "home" not in kept, kept
 
 
 def test_memo_entries_verified_in_an_earlier_run_of_the_same_code_are_kept_at_once(
