@@ -35,7 +35,7 @@ import types
 import warnings
 import weakref
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 from isolator import _versions
@@ -1456,18 +1456,24 @@ def _cache_size(fn: Any) -> int:
         return -1
 
 
-@functools.lru_cache(maxsize=4096)
-def _stored_free_names(code: types.CodeType) -> frozenset[str]:
-    """The free variables that ``code``, or code nested in it, stores or deletes."""
-    out: set[str] = set()
+def nested_code(code: types.CodeType) -> Iterator[types.CodeType]:
+    """``code`` and every code object nested in it (its functions, classes, lambdas)."""
     todo = [code]
     while todo:
         c = todo.pop()
-        for ins in dis.get_instructions(c):
-            if ins.opname in ("STORE_DEREF", "DELETE_DEREF"):
-                out.add(ins.argval)
+        yield c
         todo += [k for k in c.co_consts if isinstance(k, types.CodeType)]
-    return frozenset(out)
+
+
+@functools.lru_cache(maxsize=4096)
+def _stored_free_names(code: types.CodeType) -> frozenset[str]:
+    """The free variables that ``code``, or code nested in it, stores or deletes."""
+    return frozenset(
+        ins.argval
+        for c in nested_code(code)
+        for ins in dis.get_instructions(c)
+        if ins.opname in ("STORE_DEREF", "DELETE_DEREF")
+    )
 
 
 def _cell_get(cell: Any) -> object:

@@ -16,6 +16,7 @@ import ast
 import fnmatch
 import functools
 import gc
+import itertools
 import os
 import re
 import sys
@@ -55,6 +56,7 @@ from isolator._state import (
     StateTable,
     _diff_keys,
     cache_dict,
+    nested_code,
 )
 
 _ISOLATOR_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -171,13 +173,7 @@ def _py_files(directory: str) -> list[str]:
 @functools.lru_cache(maxsize=1024)
 def _names_used(code: types.CodeType) -> frozenset[str]:
     """The global and attribute names a code object and the code nested in it use."""
-    names: set[str] = set()
-    todo = [code]
-    while todo:
-        c = todo.pop()
-        names.update(c.co_names)
-        todo += [k for k in c.co_consts if isinstance(k, types.CodeType)]
-    return frozenset(names)
+    return frozenset(itertools.chain.from_iterable(c.co_names for c in nested_code(code)))
 
 
 def _through_modules(site: str) -> str:

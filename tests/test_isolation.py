@@ -30,6 +30,19 @@ def _kept_line(result: pytest.RunResult) -> str:
     return kept[0]
 
 
+def _kept_lines_of_two_runs(pytester: pytest.Pytester, passed: int) -> list[str]:
+    """The kept line of two runs in a row (the second keeps what the first verified at
+    once), each with every test passing."""
+    lines = []
+    for _ in range(2):
+        result = pytester.runpytest_subprocess(
+            "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator"
+        )
+        result.assert_outcomes(passed=passed)
+        lines.append(_kept_line(result))
+    return lines
+
+
 PKG = """
 SETTINGS = {"currency": "USD", "tax": 0.1}
 HISTORY = []
@@ -1731,12 +1744,7 @@ def test_deletes(): del lib.get("a")["x"]
 def test_sees_it_whole(): assert lib.get("a") == {"x": ("a", 1)}
 """,
     )
-    for _ in range(2):  # the second run keeps the entry at once
-        result = pytester.runpytest_subprocess(
-            "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator"
-        )
-        result.assert_outcomes(passed=8)
-        kept = _kept_line(result)
+    for kept in _kept_lines_of_two_runs(pytester, passed=8):
         assert kept.startswith("kept 1 memo entry") and "lib:_cache['a']" in kept, kept
 
 
@@ -1799,12 +1807,7 @@ def test_refills():
 def test_3(): check()
 """,
     )
-    for _ in range(2):  # the second run keeps the entry at once
-        result = pytester.runpytest_subprocess(
-            "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator"
-        )
-        result.assert_outcomes(passed=7)
-        kept = _kept_line(result)
+    for kept in _kept_lines_of_two_runs(pytester, passed=7):
         # compiled(1), and fib(0) to fib(3): a recursive call fills its own cache.
         assert kept.startswith("kept 5 memo entries") and "lib:compiled(1)" in kept, kept
         assert "lib:fib(3)" in kept and "rate" not in kept and "home" not in kept, kept
