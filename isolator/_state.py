@@ -534,6 +534,12 @@ class StateTable:
                 size = value.cache_info().currsize
             except Exception:
                 return
+            entries = cache_dict(value) if size else None
+            if entries is not None:
+                # Entries there at the baseline (computed at import or collection): an
+                # unbounded cache gets exactly them back after each test that changed it.
+                self.cache_base[len(self.caches)] = dict(entries)
+                size = 0  # (its sizer counts the entries beside them)
             self.caches.append((site, value, size))
             if isinstance(wrapped, types.FunctionType):
                 self._walk_function(site, wrapped, modname, prefixes, depth, budget)
@@ -723,6 +729,9 @@ class StateTable:
             u.rebuild = _rebuilder(u.obj)
         for j in caches:
             site, fn, _ = self.caches[j]
+            entries = cache_dict(fn)
+            if entries is not None:
+                self.cache_base[j] = dict(entries)  # (a new dict: the frame keeps the old)
             self.caches[j] = (site, fn, len(self._cache_sizer(j)))
         for j in cells:
             site, cell, _ = self.cells[j]

@@ -1601,7 +1601,7 @@ class Resetter:
                 else:
                     frame.tables.append((t, i, kind, snap))
             caches, cells, defaults, _ = extras
-            frame.extras += [(t, "cache", j, t.caches[j][2]) for j in caches]
+            frame.extras += [(t, "cache", j, (t.caches[j][2], t.cache_base.get(j))) for j in caches]
             frame.extras += [(t, "cell", j, t.cells[j][2]) for j in cells]
             frame.extras += [(t, "defaults", j, t.defaults[j][2:]) for j in defaults]
 
@@ -1656,7 +1656,13 @@ class Resetter:
                 continue
             if what == "cache":
                 site, fn, _ = t.caches[i]
-                t.caches[i] = (site, fn, old)
+                size, base = old
+                t.caches[i] = (site, fn, size)
+                if base is None:
+                    t.cache_base.pop(i, None)
+                else:
+                    t.cache_base[i] = base
+                t.changed()
             elif what == "cell":
                 site, cell, _ = t.cells[i]
                 t.cells[i] = (site, cell, old)

@@ -2096,6 +2096,61 @@ def test_next_module():
     result.assert_outcomes(passed=3)
 
 
+def test_a_cache_with_entries_at_the_baseline_gets_exactly_them_back(
+    pytester: pytest.Pytester,
+) -> None:
+    # babel's @functools.cache localedata.exists has entries from collection on: each
+    # test that added some was cleared, reported, and run forked from the next run on.
+    # An unbounded cache is put back to the entries of its baseline, a module fixture's
+    # included while it is set up.
+    pytester.makepyfile(
+        lib="""
+import functools
+
+@functools.cache
+def norm(name):
+    return name.lower()
+
+DEFAULT = norm("ROOT")
+""",
+        test_a="""
+import pytest, lib
+
+@pytest.fixture(scope="module")
+def warm():
+    lib.norm("FIXTURE")
+    yield
+
+def test_adds():
+    lib.norm("A")
+    lib.norm.cache_clear()
+    lib.norm("B")
+
+def test_sees_the_baseline():
+    assert lib.norm.cache_info().currsize == 1 and lib.norm("ROOT") == "root"
+
+def test_with_fixture(warm):
+    assert lib.norm.cache_info().currsize == 2
+    lib.norm("C")
+
+def test_with_fixture_again(warm):
+    assert lib.norm.cache_info().currsize == 2
+""",
+        test_b="""
+import lib
+
+def test_next_module():
+    assert lib.norm.cache_info().currsize == 1
+""",
+    )
+    for _ in range(2):  # nothing forked on the next run either
+        result = _isolated(pytester)
+        result.assert_outcomes(passed=5)
+        out = result.stdout.str()
+        assert "memo cache had" not in out, out
+        assert "forked child" not in out, out
+
+
 def test_a_write_among_many_modules_is_found_within_and_across_test_modules(
     pytester: pytest.Pytester,
 ) -> None:
