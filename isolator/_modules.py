@@ -717,13 +717,17 @@ class _Capture:
         added = len(mods) - n
         imported = list(itertools.islice(reversed(mods), added))[::-1] if added > 0 else []
         collect_writes()
+        lazy = self.finder.lazy
         pure = (
             not shown
             and all(
                 isinstance(m.__dict__.get(name), types.ModuleType)
-                for m, name, _ in LOG.entries[logged:]
+                # Another module's value loaded on first use (pytz's zone table): a new
+                # execution would not load it again, and the reset puts None back.
+                or (old is None and lazy is not None and lazy(m, name))
+                for m, name, old in LOG.entries[logged:]
             )
-            and (probe is None or probe() == before)
+            and (probe is None or self._probe_unchanged(probe, before))
         )
         snapshot = self.finder.snapshot
         state = snapshot(module) if pure and snapshot is not None else None
@@ -738,6 +742,13 @@ class _Capture:
             inputs,
         )
         self.finder.fresh.put(module, self.spec, loader, fresh)
+
+    def _probe_unchanged(self, probe: Callable[[], Any], before: Any) -> bool:
+        after = probe()
+        if after == before:
+            return True
+        same = self.finder.probe_same
+        return same is not None and same(before, after)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.loader, name)
@@ -793,6 +804,12 @@ class UnloadedFinder:
         self.probe: Callable[[], Any] | None = None  # the resetter's process probes
         # For a project module: snapshot of its tracked state -> what puts it back (or None).
         self.snapshot: Callable[[types.ModuleType], Callable[[], object] | None] | None = None
+        # Whether a library module's global bound from None is a value loaded lazily on
+        # first use (``global _TABLE; if _TABLE is None: _TABLE = build()``).
+        self.lazy: Callable[[types.ModuleType, str], bool] | None = None
+        # Whether two probe findings differ only by what needs no reset (see the
+        # resetter's _import_probe_same).
+        self.probe_same: Callable[[Any, Any], bool] | None = None
         self._finding = False
         # name -> (where the import system looked, the origin it found there): a module
         # unloaded after most tests is found again without asking every finder each time.
@@ -1041,6 +1058,8 @@ class UnloadedFinder:
         self.from_c.clear()
         self.probe = None
         self.snapshot = None
+        self.lazy = None
+        self.probe_same = None
         self.writes = None
         _CWD[0] = _CWD[1] = None
 

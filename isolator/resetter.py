@@ -56,6 +56,7 @@ from isolator._state import (
     StateTable,
     _diff_keys,
     cache_dict,
+    moved_entries,
     nested_code,
 )
 
@@ -441,6 +442,8 @@ class Resetter:
             sys.meta_path.insert(0, _modules.FINDER)
         _modules.FINDER.probe = self._import_probe
         _modules.FINDER.snapshot = self._module_snapshot
+        _modules.FINDER.lazy = self._lazy_global
+        _modules.FINDER.probe_same = self._import_probe_same
         files = self.files
         _modules.FINDER.writes = functools.partial(getattr, files, "writes")  # (no Python frame)
         self.swapped = _modules.watch_library_modules(self.is_project)
@@ -497,6 +500,40 @@ class Resetter:
         except Exception:
             lengths = [_length(x) for x in lives]
         return self.probe_diffs(), tags, lengths
+
+    def _import_probe_same(self, before: Any, after: Any) -> bool:
+        """Whether what an import changed, between two :meth:`_import_probe` findings,
+        is only submodule bindings in project packages' namespaces (a module a package
+        imports is bound on that package: no state of its own).  Namespaces are read
+        against their baseline, so one the test had already written counts as changed."""
+        if before[0] != after[0] or before[2] != after[2] or len(before[1]) != len(after[1]):
+            return False
+        scope = self.reach.all()
+        watches = [(t, i) for t in scope.tagged for i in t.vidx or ()]
+        if len(watches) * 8 != len(after[1]):
+            return False
+        for j in moved_entries(after[1], before[1]):
+            t, i = watches[j]
+            if t.kinds[i] != MODULE:
+                return False
+            live, snap = t.lives[i], t.snaps[i]
+            if snap.keys() - live.keys():
+                return False
+            for name in _diff_keys(live, snap):
+                if not isinstance(live.get(name), types.ModuleType):
+                    return False
+        return True
+
+    def _lazy_global(self, mod: types.ModuleType, name: str) -> bool:
+        """Whether a module global a module's import bound from None is a value loaded
+        on first use: the static pass sees a function of its module read it before it
+        binds it, and none that only sets it (see :meth:`_may_learn`)."""
+        if isinstance(mod, type) or not self.learn_memo:
+            return False
+        try:
+            return self._may_learn(f"{mod.__name__}:{name}", need_writer=True)
+        except Exception:
+            return False
 
     def _module_snapshot(self, mod: types.ModuleType) -> Callable[[], object] | None:
         """For a project module a test imported: its tracked state right after its import,
@@ -977,7 +1014,7 @@ class Resetter:
                 continue
             if seen[2] >= _MEMO_MISSES:
                 continue  # recomputed different too often: not a memo entry
-            if same_value(seen[0], v) and allowed(k):
+            if allowed(k) and same_value(seen[0], v):  # (the cheaper question first)
                 self.memo[key] = (v, seen[1] + 1, seen[2])
                 keep.append((k, v))
                 name = _stable_repr(k)

@@ -745,3 +745,62 @@ def test_marks_are_gone():
     result = _run(pytester, "-v")
     result.assert_outcomes(passed=7)
     result.stdout.fnmatch_lines(["*_strptime:MARK*"])
+
+
+def test_imports_that_load_another_module_lazily_or_bind_a_submodule_come_back(
+    pytester: pytest.Pytester,
+) -> None:
+    # babel.dates, imported by unpickling locale data in a test: its import loads
+    # pytz's zone table on first use (a library global bound from None) and binds
+    # babel.localtime on the babel package (a project namespace).  Neither is state the
+    # module's reinstatement would skip, so it comes back as itself after each test
+    # (executed once: its classes stay the same objects, and memo entries holding their
+    # instances compare the same).  An import that sets another module's global is still
+    # executed again.
+    lib = pytester.mkdir("lib")
+    (lib / "zones.py").write_text(
+        "_TABLE = None\n"
+        "def lookup(name):\n"
+        "    global _TABLE\n"
+        "    if _TABLE is None:\n"
+        "        _TABLE = {n.lower(): n for n in ('UTC', 'Europe/Paris')}\n"
+        "    return _TABLE[name.lower()]\n"
+        "MODE = 'plain'\n"
+    )
+    proj = pytester.mkdir("proj")
+    (proj / "conftest.py").write_text(f"import sys\nsys.path.insert(0, {str(lib)!r})\n")
+    app = proj / "app"
+    app.mkdir()
+    (app / "__init__.py").write_text("")
+    (app / "localtime.py").write_text("import zones\nUTC = zones.lookup('utc')\n")
+    (app / "dates.py").write_text(
+        "import sys\n"
+        "from app import localtime\n"
+        "sys.dates_runs = getattr(sys, 'dates_runs', 0) + 1\n"
+        "class Pattern:\n"
+        "    pass\n"
+    )
+    (app / "setter.py").write_text(
+        "import sys, zones\n"
+        "zones.MODE = 'set'\n"
+        "sys.setter_runs = getattr(sys, 'setter_runs', 0) + 1\n"
+    )
+    (proj / "test_app.py").write_text(
+        "import sys, zones\n"
+        "import app\n"
+        "def _check(n):\n"
+        "    from app import dates, setter\n"
+        "    assert dates.Pattern.__module__ == 'app.dates' and sys.dates_runs == 1\n"
+        "    assert zones.MODE == 'set' and sys.setter_runs == n\n"
+        "def test_first():\n"
+        "    _check(1)\n"
+        "def test_zones_fresh():\n"
+        "    assert zones._TABLE is None and zones.MODE == 'plain'\n"
+        "    assert 'app.dates' not in sys.modules and not hasattr(app, 'localtime')\n"
+        "def test_second():\n"
+        "    _check(2)\n"
+        "def test_third():\n"
+        "    _check(3)\n"
+    )
+    result = _run(pytester, "--rootdir", str(proj), str(proj / "test_app.py"))
+    result.assert_outcomes(passed=4)
