@@ -309,6 +309,10 @@ class StateTable:
         # Cache index -> the entries learned into its baseline (key -> value): an unbounded
         # cache's restore then removes only the others (see restore_cache).
         self.cache_base: dict[int, dict[Any, Any]] = {}
+        # Caches whose entries were learned (a pure function's, or declared in `keep`):
+        # an entry computed again is the same value, so their plain count is checked
+        # (one C call), where the others' learned entries are checked one by one.
+        self.cache_pure: set[int] = set()
         self.cells: list[tuple[str, Any, object]] = []  # (site, cell, baseline contents)
         self.defaults: list[tuple[str, Any, object, object]] = []  # (site, fn, defaults, kw)
         self.opaque: list[Unrestorable] = []
@@ -1073,6 +1077,7 @@ class StateTable:
             fn.cache_clear()
             if base is not None:
                 del self.cache_base[i]
+                self.cache_pure.discard(i)
                 self.caches[i] = (site, fn, 0)
                 self.changed()
             return
@@ -1082,9 +1087,17 @@ class StateTable:
         for k, v in base.items():
             if entries.get(k, _EMPTY) is not v:
                 entries[k] = v
-        if size != 0:
-            self.caches[i] = (site, fn, 0)  # (the sizer counts the other entries)
+        want = self.cache_baseline_size(i)
+        if size != want:
+            self.caches[i] = (site, fn, want)
             self.changed()
+
+    def cache_baseline_size(self, i: int) -> int:
+        """What memo cache ``i``'s sizer gives at its baseline (see _cache_sizer)."""
+        base = self.cache_base.get(i)
+        if base is None:
+            return _cache_size(self.caches[i][1])
+        return len(base) if i in self.cache_pure else 0
 
     def _cache_sizer(self, i: int) -> Any:
         """Memo cache ``i``'s sizer (:func:`cache_sizer`); with learned entries, one that
@@ -1094,6 +1107,8 @@ class StateTable:
         entries = cache_dict(fn) if base is not None else None
         if base is None or entries is None:
             return cache_sizer(fn)
+        if i in self.cache_pure:
+            return entries
         return _LearnedCache(entries, base)
 
     def watch_cache_values(

@@ -1091,16 +1091,14 @@ class Resetter:
                 self.memo[key] = (v, 0, seen[2] + 1)
         if not keep:
             return False
-        if i not in t.cache_base:
-            t.cache_base[i] = base
-            t.changed()  # its sizer now checks the learned entries
+        t.cache_base[i] = base
         base.update(keep)
+        t.cache_pure.add(i)
         self._kept_values.append((t, site, keep))
         self.memo_kept += [f"{site}({k!r})" for k, _ in keep]
         if len(keep) == len(added):
-            if t.caches[i][2] != 0:
-                t.caches[i] = (site, fn, 0)  # (the sizer counts the entries not learned)
-                t.changed()
+            t.caches[i] = (site, fn, len(base))
+            t.changed()  # (its sizer and baseline count)
             return True
         return False
 
