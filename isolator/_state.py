@@ -767,14 +767,17 @@ class StateTable:
             return f"{site}[{k!r}]", depth + 1
         return f"{site}.{k}", depth + 1
 
-    def watch_kept(self, i: int, pairs: list[tuple[Any, Any]], prefixes: tuple[str, ...]) -> None:
+    def watch_kept(
+        self, i: int | str, pairs: list[tuple[Any, Any]], prefixes: tuple[str, ...]
+    ) -> None:
         """Watch the mutable objects held by entries that joined watch ``i``'s baseline
-        after it was taken (memo entries learned): what a later test changes inside them
-        is put back like the rest of the baseline, not left to the tests after it."""
+        after it was taken (memo entries learned; ``i`` a site: a memo cache's): what a
+        later test changes inside them is put back like the rest of the baseline, not
+        left to the tests after it."""
         budget = [_MAX_WATCHES_PER_MODULE]
         watched = len(self.lives)
         for k, v in pairs:
-            site, depth = self._entry_site(i, k)
+            site, depth = (f"{i}({k!r})", 1) if isinstance(i, str) else self._entry_site(i, k)
             self._walk_guarded(site, v, self.modname, prefixes, depth, budget)
         if len(self.lives) != watched:
             self.vidx = None  # sorted again on next use (new tag cells, views, slot checks)
@@ -1110,19 +1113,6 @@ class StateTable:
         if i in self.cache_pure:
             return entries
         return _LearnedCache(entries, base)
-
-    def watch_cache_values(
-        self, site: str, pairs: list[tuple[Any, Any]], prefixes: tuple[str, ...]
-    ) -> None:
-        """Watch the mutable objects held by a memo cache's learned entries (see
-        :meth:`watch_kept`)."""
-        budget = [_MAX_WATCHES_PER_MODULE]
-        watched = len(self.lives)
-        for k, v in pairs:
-            self._walk_guarded(f"{site}({k!r})", v, self.modname, prefixes, 1, budget)
-        if len(self.lives) != watched:
-            self.vidx = None
-            self.changed()
 
     def restore_cell(self, i: int) -> None:
         _, cell, old = self.cells[i]

@@ -88,6 +88,12 @@ _IMPURE_NAMES: Final = frozenset(
     }
 )  # fmt: skip
 _PURE_DEPTH: Final = 3
+
+
+def _always() -> bool:
+    return True
+
+
 _LIB_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
 
 
@@ -898,10 +904,7 @@ class Resetter:
         if self._kept_values:
             prefixes = tuple(self.project)
             for kt, at, pairs in self._kept_values:
-                if isinstance(at, str):
-                    kt.watch_cache_values(at, pairs, prefixes)
-                else:
-                    kt.watch_kept(at, pairs, prefixes)
+                kt.watch_kept(at, pairs, prefixes)
             self._kept_values.clear()
 
     def _keep_memo(
@@ -1001,27 +1004,8 @@ class Resetter:
                 continue
             if not self.learn_memo:
                 break
-            key = (site, k)
-            seen = self.memo.get(key)
-            if seen is None:
-                name = _stable_repr(k)
-                if name is not None and name in self.memo_prior.get(site, ()) and allowed(k):
-                    keep.append((k, v))  # recomputed the same in an earlier run
-                    self.memo_prior_kept += 1
-                    self.memo_verified.setdefault(site, set()).add(name)
-                    continue
-                self.memo[key] = (v, 0, 0)
-                continue
-            if seen[2] >= _MEMO_MISSES:
-                continue  # recomputed different too often: not a memo entry
-            if allowed(k) and same_value(seen[0], v):  # (the cheaper question first)
-                self.memo[key] = (v, seen[1] + 1, seen[2])
+            if self._recomputed_same(site, k, v, functools.partial(allowed, k)):
                 keep.append((k, v))
-                name = _stable_repr(k)
-                if name is not None:
-                    self.memo_verified.setdefault(site, set()).add(name)
-            else:
-                self.memo[key] = (v, 0, seen[2] + 1)
         if keep:
             # What a kept entry holds is watched from now on (after the other watches of
             # this check: new ones go at the end of the table).
@@ -1039,6 +1023,33 @@ class Resetter:
             return []
         kept = {id(k) for k, _ in keep}
         return [k for k in keys if id(k) not in kept]
+
+    def _recomputed_same(self, site: str, k: Any, v: Any, allowed: Callable[[], bool]) -> bool:
+        """The evidence for one entry a test added to memo ``site``: whether it was
+        recomputed the same after a reset (in this run, or verified in an earlier run of
+        the same code) and ``allowed`` (asked only then: it may read files).  Notes this
+        computation of it otherwise; a key recomputed different ``_MEMO_MISSES`` times is
+        no longer compared."""
+        key = (site, k)
+        seen = self.memo.get(key)
+        if seen is None:
+            name = _stable_repr(k)
+            if name is not None and name in self.memo_prior.get(site, ()) and allowed():
+                self.memo_prior_kept += 1  # recomputed the same in an earlier run
+                self.memo_verified.setdefault(site, set()).add(name)
+                return True
+            self.memo[key] = (v, 0, 0)
+            return False
+        if seen[2] >= _MEMO_MISSES:
+            return False  # recomputed different too often: not a memo entry
+        if allowed() and same_value(seen[0], v):  # (the cheaper question first)
+            self.memo[key] = (v, seen[1] + 1, seen[2])
+            name = _stable_repr(k)
+            if name is not None:
+                self.memo_verified.setdefault(site, set()).add(name)
+            return True
+        self.memo[key] = (v, 0, seen[2] + 1)
+        return False
 
     def _keep_cache(self, t: StateTable, i: int) -> bool:
         """Keep the entries a test added to an unbounded ``functools.cache`` once a later
@@ -1064,31 +1075,11 @@ class Resetter:
             return False
         if not added or not all(_stable_repr(k) is not None for k, _ in added):
             return False
-        keep: list[tuple[Any, Any]] = []
-        for k, v in added:
-            if declared:
-                keep.append((k, v))
-                continue
-            key = (site, k)
-            name = _stable_repr(k)
-            seen = self.memo.get(key)
-            if seen is None:
-                if name is not None and name in self.memo_prior.get(site, ()):
-                    keep.append((k, v))
-                    self.memo_prior_kept += 1
-                    self.memo_verified.setdefault(site, set()).add(name)
-                else:
-                    self.memo[key] = (v, 0, 0)
-                continue
-            if seen[2] >= _MEMO_MISSES:
-                continue
-            if same_value(seen[0], v):
-                self.memo[key] = (v, seen[1] + 1, seen[2])
-                keep.append((k, v))
-                if name is not None:
-                    self.memo_verified.setdefault(site, set()).add(name)
-            else:
-                self.memo[key] = (v, 0, seen[2] + 1)
+        keep = [
+            (k, v)
+            for k, v in added
+            if declared or self._recomputed_same(site, k, v, _always)  # (purity asked above)
+        ]
         if not keep:
             return False
         t.cache_base[i] = base
