@@ -201,6 +201,13 @@ def _through_modules(site: str) -> str:
 _LEADING_NAME: Final = re.compile(r"([A-Za-z_]\w*)(.*)", re.S)
 
 
+def _last_name(site: str) -> str:
+    """The last name on a site's path (``_cache`` of ``pkg.mod:Reg._cache['k']``): code
+    that uses the site names it in its source."""
+    names = re.findall(r"[A-Za-z_]\w*", re.sub(r"\[[^\]]*\]", "", site.partition(":")[2]))
+    return names[-1] if names else ""
+
+
 def _stable_repr(key: object) -> str | None:
     """``repr(key)`` when it names the same key in another process (atoms and tuples of
     them: no addresses, no hash order), else None."""
@@ -393,6 +400,8 @@ class Resetter:
         self.memo_verdicts_new: dict[tuple[str, str, bool], bool] = {}
         self._static: dict[str, Any] = {}
         self._sources: dict[str, bytes] = {}
+        # (memo site, a functools cache) -> whether project code looks at it (_observed).
+        self._observers: dict[tuple[str, bool], bool] = {}
         self._names_by_code: dict[str, dict[tuple[int, str], frozenset[str]] | None] = {}
         # file -> (first line, name) of each function -> whether it calls an effect's name
         # (``log.info(...)``, not ``self.info["name"]``); see _effect_calls.
@@ -991,11 +1000,19 @@ class Resetter:
             if module:
                 # A name bound from None needs a writer seen reading it first (a lazy
                 # load); a new name, as a new dict key, only no writer seen against it (a
-                # module's __getattr__ binding what it loads on first use).
-                return self._may_learn(f"{owner}:{k}", need_writer=k in snap)
-            if klass and k in snap:
-                return self._may_learn(f"{site}.{k}", need_writer=True)
-            return self._may_learn(site)
+                # module's __getattr__ binding what it loads on first use).  Code that
+                # reads the name itself would see None where the load is learned; a name
+                # that is not there yet makes the load when read.
+                name = f"{owner}:{k}"
+                if k in snap:
+                    return self._may_learn(name, need_writer=True) and not self._observed(name)
+                return self._may_learn(name)
+            if klass:
+                if k in snap:
+                    name = f"{site}.{k}"
+                    return self._may_learn(name, need_writer=True) and not self._observed(name)
+                return self._may_learn(site)
+            return self._may_learn(site) and not self._observed(site)
 
         for k, v in added:
             if declared:
@@ -1061,8 +1078,10 @@ class Resetter:
         if t.modname.startswith("<"):
             return False
         declared = bool(self.keep) and any(fnmatch.fnmatchcase(site, p) for p in self.keep)
-        if not declared and not (self.learn_memo and self._pure_cached(site, fn)):
-            return False  # (asked first: the verdict is kept, the entries are many)
+        if not declared and not (
+            self.learn_memo and self._pure_cached(site, fn) and not self._observed(site, True)
+        ):
+            return False  # (asked first: the verdicts are kept, the entries are many)
         entries = cache_dict(fn)
         if entries is None:
             return False
@@ -1229,7 +1248,9 @@ class Resetter:
 
         def allowed() -> bool:
             if not verdict:
-                verdict.append(alone() and (declared or self._may_learn(site)))
+                verdict.append(
+                    alone() and (declared or (self._may_learn(site) and not self._observed(site)))
+                )
             return verdict[0]
 
         keep: list[Any] = []
@@ -1270,11 +1291,9 @@ class Resetter:
         from isolator.analysis import sites_overlap
 
         owner = sys.modules.get(site.partition(":")[0])
-        # The last name on the site's path: code that writes into it names it (or the
-        # static pass could not tell either), so a test module that never mentions it
-        # is not read.
-        names = re.findall(r"[A-Za-z_]\w*", re.sub(r"\[[^\]]*\]", "", site.partition(":")[2]))
-        root = names[-1] if names else ""
+        # Code that writes into the site names it (or the static pass could not tell
+        # either), so a test module that never mentions it is not read.
+        root = _last_name(site)
         seen_writer = False
         for mod, in_test in ((test_module, True), (owner, False)):
             if in_test and mod is not owner and not self._mentions(mod, root):
@@ -1304,6 +1323,50 @@ class Resetter:
                     return False
                 seen_writer = seen_writer or not in_test
         return seen_writer or not need_writer
+
+    def _observed(self, site: str, stats: bool = False) -> bool:
+        """Whether project code, the tests included, looks at memo ``site`` itself, not
+        only through the code that fills it: reads it outside its own module (``len``,
+        ``in``, a comparison), or, for a functools cache (``stats``), calls a function
+        that uses ``cache_info`` on it anywhere.  Learned entries would show there: a
+        test counting a memo's entries or a cache's hits would see what no fresh process
+        shows.  Once per site and session (which modules are the tests' is this run's)."""
+        key = (site, stats)
+        got = self._observers.get(key)
+        if got is None:
+            got = self._observers[key] = self._find_observer(site, stats)
+        return got
+
+    def _find_observer(self, site: str, stats: bool) -> bool:
+        owner = site.partition(":")[0]
+        root = _last_name(site)
+        inside = (site + ".", site + "[")
+        mods = sys.modules
+        for name in sorted(self.project):
+            mod = mods.get(name)
+            if mod is None or (name == owner and not stats):
+                continue
+            if not self._mentions(mod, root) or (stats and not self._mentions(mod, "cache_info")):
+                continue
+            state = self._static_state(mod)
+            names = self._code_names(mod) if stats else None
+            if state is None or (stats and names is None):
+                return True  # it names the memo, and what it does with it is not known
+            for code in state.code:
+                # (The site or what is in it: code reading what holds it, a class it
+                # calls, does not look into it.)
+                if not any(r == site or r.startswith(inside) for r in code.reads):
+                    continue
+                if stats:
+                    used = names.get((code.firstlineno, code.qualname.rpartition(".")[2]))  # type: ignore[union-attr]
+                    if used is None or "cache_info" in used:
+                        return True
+                    continue
+                written = [w for w in code.writes if w == site or w.startswith(inside)]
+                if written and all(w in code.clears for w in written):
+                    continue  # empties it first: sees what a fresh process shows
+                return True
+        return False
 
     def _effects(self, mod: object, code: Any) -> bool:
         """Whether a function that writes a memo candidate also warns, logs, prints or

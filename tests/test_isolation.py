@@ -1488,7 +1488,9 @@ def test_memo_filled_by_a_helper_beside_a_warning_and_a_flipping_entry_is_learne
     # in the same tests; and two objects sharing a name flip one entry on every use (io
     # and _io).  The entries added are still memo entries, and the flipped one is put
     # back.  A writer whose only caller does not look the entry up stays a setter
-    # (``enable``): a test expecting the default after two tests enabled it passes.
+    # (``enable``): a test expecting the default after two tests enabled it passes.  The
+    # tests look at the cache through its module's functions (see
+    # test_memo_entries_are_not_learned_where_project_code_looks_at_the_memo_itself).
     pytester.makepyfile(
         attrs="""
 import types, warnings
@@ -1511,13 +1513,17 @@ def _set(name):
     FLAGS[name] = True
 def enable(name):
     _set(name)
+def names():
+    return list(_CACHE)
+def stamp(name):
+    return _CACHE[name][0]
 """,
         test_attrs="""
 import types
 import attrs
 A, B = types.SimpleNamespace(name="a"), types.SimpleNamespace(name="b")
 def test_1():
-    assert list(attrs._CACHE) == ["io"]
+    assert attrs.names() == ["io"]
 def test_2():
     assert attrs.scan([attrs._IO, A, B]) == [["IO"], ["A"], ["B"]]
     attrs.enable("x")
@@ -1525,7 +1531,7 @@ def test_3():
     assert attrs.scan([attrs._IO, A, B]) == [["IO"], ["A"], ["B"]]
     attrs.enable("x")
 def test_4():
-    assert attrs._CACHE["io"][0] == id(attrs.IO)
+    assert attrs.stamp("io") == id(attrs.IO)
     assert "x" not in attrs.FLAGS
 """,
     )
@@ -1811,6 +1817,56 @@ def test_3(): check()
         # compiled(1), and fib(0) to fib(3): a recursive call fills its own cache.
         assert kept.startswith("kept 5 memo entries") and "lib:compiled(1)" in kept, kept
         assert "lib:fib(3)" in kept and "rate" not in kept and "home" not in kept, kept
+
+
+def test_memo_entries_are_not_learned_where_project_code_looks_at_the_memo_itself(
+    pytester: pytest.Pytester,
+) -> None:
+    # A learned entry is in the memo before a test computes it: a test that counts the
+    # memo's entries, looks for a key in it, or counts a functools cache's hits would see
+    # what a fresh process does not show (each of the last three tests passes alone).
+    # Such memos are reset, not learned, in both runs; the memo no code looks at is.
+    pytester.makepyfile(
+        lib="""
+import functools
+_names = {}
+_seen = {}
+
+def name(n):
+    if n not in _names:
+        _names[n] = "x" * n
+    return _names[n]
+
+def other(n):
+    if n not in _seen:
+        _seen[n] = "y" * n
+    return _seen[n]
+
+@functools.cache
+def square(n):
+    return [n * n]
+""",
+        test_lib="""
+import lib
+def check():
+    assert lib.name(4) == "xxxx" and lib.name(5) == "xxxxx"
+    assert lib.square(3) == [9] and lib.other(2) == "yy"
+def test_1(): check()
+def test_2(): check()
+def test_3(): check()
+def test_counts_entries():
+    lib.name(4)
+    assert len(lib._names) == 1
+def test_looks_for_a_key():
+    assert 5 not in lib._names
+def test_counts_hits():
+    lib.square(3)
+    lib.square(3)
+    assert lib.square.cache_info().hits == 1
+""",
+    )
+    for kept in _kept_lines_of_two_runs(pytester, passed=6):
+        assert kept.startswith("kept 1 memo entry") and "lib:_seen[2]" in kept, kept
 
 
 def test_memo_entries_verified_in_an_earlier_run_of_the_same_code_are_kept_at_once(
