@@ -402,6 +402,8 @@ class Resetter:
         self._sources: dict[str, bytes] = {}
         # (memo site, a functools cache) -> whether project code looks at it (_observed).
         self._observers: dict[tuple[str, bool], bool] = {}
+        self._project_texts: list[tuple[str, types.ModuleType, bytes]] | None = None
+        self._stats_sources: list[tuple[str, types.ModuleType, bytes]] | None = None
         self._names_by_code: dict[str, dict[tuple[int, str], frozenset[str]] | None] = {}
         # file -> (first line, name) of each function -> whether it calls an effect's name
         # (``log.info(...)``, not ``self.info["name"]``); see _effect_calls.
@@ -1339,14 +1341,17 @@ class Resetter:
 
     def _find_observer(self, site: str, stats: bool) -> bool:
         owner = site.partition(":")[0]
-        root = _last_name(site)
         inside = (site + ".", site + "[")
-        mods = sys.modules
-        for name in sorted(self.project):
-            mod = mods.get(name)
-            if mod is None or (name == owner and not stats):
-                continue
-            if not self._mentions(mod, root) or (stats and not self._mentions(mod, "cache_info")):
+        root = _last_name(site).encode()
+        sources = self._project_sources()
+        if stats:
+            sources = self._stats_sources
+            if sources is None:
+                sources = self._stats_sources = [
+                    x for x in self._project_sources() if b"cache_info" in x[2]
+                ]
+        for name, mod, _ in [x for x in sources if root in x[2]]:
+            if name == owner and not stats:
                 continue
             state = self._static_state(mod)
             names = self._code_names(mod) if stats else None
@@ -1367,6 +1372,24 @@ class Resetter:
                     continue  # empties it first: sees what a fresh process shows
                 return True
         return False
+
+    def _project_sources(self) -> list[tuple[str, types.ModuleType, bytes]]:
+        """(name, module, source) of the project's modules with a Python source (once a
+        session: what the tests are is this run's); a module without one has no code the
+        static pass could look at."""
+        got = self._project_texts
+        if got is None:
+            got = self._project_texts = []
+            mods = sys.modules
+            for name in sorted(self.project):
+                mod = mods.get(name)
+                f = getattr(mod, "__file__", None)
+                if mod is None or not isinstance(f, str) or not f.endswith(".py"):
+                    continue
+                text = self._source(f)
+                if text is not None:
+                    got.append((name, mod, text))
+        return got
 
     def _effects(self, mod: object, code: Any) -> bool:
         """Whether a function that writes a memo candidate also warns, logs, prints or
@@ -1471,14 +1494,19 @@ class Resetter:
         f = getattr(mod, "__file__", None)
         if not isinstance(f, str) or not name:
             return True
+        text = self._source(f)
+        return text is None or name.encode() in text
+
+    def _source(self, f: str) -> bytes | None:
+        """A file's bytes, read once (None: it cannot be read)."""
         text = self._sources.get(f)
         if text is None:
             try:
                 with open(f, "rb") as fh:
                     text = self._sources[f] = fh.read()
             except OSError:
-                return True
-        return name.encode() in text
+                return None
+        return text
 
     def _static_state(self, mod: object) -> Any:
         """The static pass's view of a module's file (None: no source), once per file."""
