@@ -1345,11 +1345,9 @@ class Resetter:
         root = _last_name(site).encode()
         sources = self._project_sources()
         if stats:
+            if self._stats_sources is None:
+                self._stats_sources = [x for x in sources if b"cache_info" in x[2]]
             sources = self._stats_sources
-            if sources is None:
-                sources = self._stats_sources = [
-                    x for x in self._project_sources() if b"cache_info" in x[2]
-                ]
         for name, mod, _ in [x for x in sources if root in x[2]]:
             if name == owner and not stats:
                 continue
