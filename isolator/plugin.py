@@ -266,6 +266,13 @@ class IsolatorPlugin:
         )
         if made is None:
             _exempt_basetemp_when_made(self.config, self.resetter.files)
+        self.forked = self._load_forks()
+        self.fork_plan = self._fork_plan(session.items)
+        can_fork = hasattr(os, "fork")
+        if made is None and self.fork_plan and can_fork:
+            # Forked children must share one directory, made here, not one each (before
+            # the baseline: what making it imports is no test's).
+            self.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
         # No collection while the baseline is built: one would collect the garbage that
         # collection left young, which plain pytest collects only later (a test may expect
         # it alive); settle_gc then moves it all to the oldest generation.
@@ -283,18 +290,12 @@ class IsolatorPlugin:
         if self.resetter.learn_memo:
             self._load_memo()
         self.active = True
-        self.forked = self._load_forks()
-        self.fork_plan = self._fork_plan(session.items)
-        can_fork = hasattr(os, "fork")
         if self.fork_plan and can_fork:
             # Only a session with tests to fork needs the fork runner (nothing else can
             # start a chain in a child).
             from isolator._fork import ForkRunner
 
             self.forks = ForkRunner()
-        if made is None and self.fork_plan and can_fork:
-            # Forked children must share one directory, made here, not one each.
-            self.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
 
     # ----------------------------------------------------------------- per test
 

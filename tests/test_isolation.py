@@ -2207,6 +2207,45 @@ def test_next_module():
         assert "forked child" not in out, out
 
 
+def test_a_bounded_cache_cleared_once_blames_only_the_test_that_filled_it(
+    pytester: pytest.Pytester,
+) -> None:
+    # dateutil's lru_cache(maxsize=...) _load_timedelta has an entry from collection on.
+    # A bounded cache cannot get its entries back: it is cleared and that test reported.
+    # Its baseline count stayed 1 while it was empty, so each later test was found to
+    # have changed it, reported, and run forked from the next run on (1,351 tests).
+    pytester.makepyfile(
+        lib="""
+import functools
+
+@functools.lru_cache(maxsize=8)
+def square(x):
+    return x * x
+
+square(1)
+""",
+        test_a="""
+import lib
+
+def test_uses_cache():
+    assert lib.square(3) == 9
+
+def test_innocent_1():
+    pass
+
+def test_innocent_2():
+    pass
+""",
+    )
+    result = _isolated(pytester)
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*test_uses_cache: lib:square: memo cache had 1 entries*"])
+    assert "test_innocent" not in result.stdout.str()
+    result = _isolated(pytester)
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*0 left shared state dirty*", "ran 1 test(s) in a forked*"])
+
+
 def test_a_write_among_many_modules_is_found_within_and_across_test_modules(
     pytester: pytest.Pytester,
 ) -> None:
