@@ -515,8 +515,16 @@ class StateTable:
         if isinstance(value, type):
             if not _is_project(getattr(value, "__module__", None), prefixes):
                 return
-            proxy = value.__dict__
-            self._watch(site, proxy, dict(proxy), CLASS, value)
+            owner: Any = value
+            if not issubclass(cls, type):
+                # A proxy standing for a class (wrapt's ObjectProxy, @synchronized on a
+                # class, forwards __class__ and __dict__): the class it wraps is put back;
+                # without one to name, the proxy (which forwards attribute writes).
+                wrapped = getattr(value, "__wrapped__", None)
+                if issubclass(type(wrapped), type):
+                    owner = wrapped
+            proxy = owner.__dict__
+            self._watch(site, proxy, dict(proxy), CLASS, owner)
             for k, v in list(proxy.items()):
                 if type(v) in _IMMUTABLE_EXACT or k in _SKIP_NAMES or isinstance(v, _IMMUTABLE):
                     continue
@@ -1527,13 +1535,16 @@ def _restore_keys(live: Any, snap: dict[Any, Any], keys: list[Any]) -> None:
 def _restore_class(cls: Any, keys: list[Any], snap: dict[Any, Any]) -> None:
     # type's own setattr: a metaclass whose __setattr__ refuses writes (a "frozen" class,
     # which a test changed through type.__setattr__) still gets its old attributes back.
+    real = issubclass(type(cls), type)  # (not a proxy whose __class__ says it is one)
+    put = type.__setattr__ if real else setattr
+    drop = type.__delattr__ if real else delattr
     for k in keys:
         if k in ("__dict__", "__weakref__"):
             continue
         if k in snap:
-            type.__setattr__(cls, k, snap[k])
+            put(cls, k, snap[k])
         else:
-            type.__delattr__(cls, k)
+            drop(cls, k)
 
 
 def _reordered(live: Any, snap: dict[Any, Any]) -> bool:

@@ -361,6 +361,7 @@ class Resetter:
         self.modules: _modules.ModulesProbe  # the sys.modules baseline, made by start()
         self.started = False
         self.project: set[str] = set()
+        self.test_code: set[str] = set()  # set by start()
         self.swapped: list[types.ModuleType] = []
         self.frames: list[Frame] = []
         self.threads: set[threading.Thread] = set()
@@ -453,6 +454,11 @@ class Resetter:
                 self.project.add(mod.__name__)
         self._module_names_seen = set(sys.modules)
         self._extra = list(extra_modules)
+        # The test modules (those the collected tests are in) and conftests: their state
+        # is the tests' data, never a memo to learn.
+        self.test_code = {getattr(m, "__name__", "") for m in extra_modules} | {
+            n for n in self.project if n == "conftest" or n.endswith(".conftest")
+        }
         self._set_tables(self._build_tables())
         self.modules = _modules.ModulesProbe(self.is_project)
         if _modules.FINDER not in sys.meta_path:
@@ -1001,8 +1007,9 @@ class Resetter:
             return sibling_free[0]
 
         def allowed(k: Any) -> bool:
-            # Asked only of an entry about to be kept: the static pass reads files.
-            if not nothing_beside():
+            # Asked only of an entry about to be kept: the static pass reads files.  A test
+            # module's data is the tests' (a helper filling in a default), no memo.
+            if t.modname in self.test_code or not nothing_beside():
                 return False
             if module:
                 # A name bound from None needs a writer seen reading it first (a lazy
@@ -1256,7 +1263,15 @@ class Resetter:
         def allowed() -> bool:
             if not verdict:
                 verdict.append(
-                    alone() and (declared or (self._may_learn(site) and not self._observed(site)))
+                    alone()
+                    and (
+                        declared
+                        or (
+                            t.modname not in self.test_code
+                            and self._may_learn(site)
+                            and not self._observed(site)
+                        )
+                    )
                 )
             return verdict[0]
 

@@ -480,6 +480,68 @@ def test_expects_it():
     second.stdout.fnmatch_lines(["*ran 1 test(s) in a forked child: could not reset: <faulth*"])
 
 
+def test_a_class_behind_a_transparent_proxy_gets_its_attributes_back(
+    pytester: pytest.Pytester,
+) -> None:
+    # wrapt's @synchronized on a class binds an ObjectProxy, which says it is a class
+    # (its __class__ and __dict__ are the wrapped class's): type.__setattr__ refused it,
+    # so an attribute a test added stayed (reported, forked from the next run on).  The
+    # class it wraps is put back; a proxy naming none is written through.
+    pytester.makepyfile(
+        proxied="""
+class ClassProxy:
+    __slots__ = ("_w", "_named")
+
+    def __init__(self, wrapped, named):
+        object.__setattr__(self, "_w", wrapped)
+        object.__setattr__(self, "_named", named)
+
+    @property
+    def __class__(self):
+        return type(self._w)
+
+    @property
+    def __dict__(self):
+        return self._w.__dict__
+
+    def __getattr__(self, name):
+        if name == "__wrapped__" and not self._named:
+            raise AttributeError(name)
+        return self._w if name == "__wrapped__" else getattr(self._w, name)
+
+    def __setattr__(self, name, value):
+        setattr(self._w, name, value)
+
+    def __delattr__(self, name):
+        delattr(self._w, name)
+
+class _Named:
+    kind = "a"
+
+class _Anonymous:
+    kind = "b"
+
+Named = ClassProxy(_Named, True)
+Anonymous = ClassProxy(_Anonymous, False)
+del _Named, _Anonymous  # reached only through their proxies
+""",
+        test_proxied="""
+from proxied import Named, Anonymous
+
+def test_sets():
+    Named.lock = Anonymous.lock = object()
+    Named.kind = Anonymous.kind = "z"
+
+def test_fresh():
+    assert not hasattr(Named, "lock") and not hasattr(Anonymous, "lock")
+    assert (Named.kind, Anonymous.kind) == ("a", "b")
+""",
+    )
+    result = _isolated(pytester)
+    result.assert_outcomes(passed=2)
+    assert "could not reset" not in result.stdout.str()
+
+
 def test_objects_that_refuse_their_old_state_are_reported_and_the_run_goes_on(
     pytester: pytest.Pytester,
 ) -> None:
@@ -1428,7 +1490,7 @@ def test_memo_entries_are_kept_only_when_nothing_beside_them_changed(
     # the two out of step (jinja2's LRUCache: IndexError from its deque).  A memo dict
     # that changes alone is still kept.
     pytester.makepyfile(
-        test_lru="""
+        lru="""
         import collections
 
         class LRU:
@@ -1445,6 +1507,9 @@ def test_memo_entries_are_kept_only_when_nothing_beside_them_changed(
                 return value
 
         cache = LRU()
+        """,
+        test_lru="""
+        from lru import cache
 
         def test_1():
             assert cache.get("a") == "A" and list(cache.queue) == ["a"]
@@ -1455,13 +1520,16 @@ def test_memo_entries_are_kept_only_when_nothing_beside_them_changed(
         def test_3():
             assert cache.get("a") == "A" and list(cache.queue) == ["a"]
         """,
-        test_memo="""
+        memo="""
         MEMO = {}
 
         def memo(key):
             if key not in MEMO:
                 MEMO[key] = [key] * 3
             return MEMO[key]
+        """,
+        test_memo="""
+        from memo import memo
 
         def test_1():
             assert memo("x") == ["x"] * 3
@@ -1476,7 +1544,7 @@ def test_memo_entries_are_kept_only_when_nothing_beside_them_changed(
     result = _isolated(pytester)
     result.assert_outcomes(passed=6)
     assert "kept 1 memo entry" in result.stdout.str()
-    assert "(learn_memo): test_memo:MEMO['x']\n" in result.stdout.str()
+    assert "(learn_memo): memo:MEMO['x']\n" in result.stdout.str()
 
 
 def test_memo_filled_by_a_helper_beside_a_warning_and_a_flipping_entry_is_learned(
@@ -1867,6 +1935,45 @@ def test_counts_hits():
     )
     for kept in _kept_lines_of_two_runs(pytester, passed=6):
         assert kept.startswith("kept 1 memo entry") and "lib:_seen[2]" in kept, kept
+
+
+def test_a_test_modules_dict_filled_in_by_a_helper_is_not_learned(
+    pytester: pytest.Pytester,
+) -> None:
+    # fastjsonschema's conftest helper fills in a default key of a test module's global
+    # dict (setdefault): two tests adding the same entry made it a learned memo entry, and
+    # a later test of that module saw it (it passes alone).  A test module's and a
+    # conftest's data are the tests', never a memo.
+    pytester.makeconftest(
+        """
+        import pytest
+
+        @pytest.fixture
+        def check():
+            def fill(definition):
+                definition.setdefault("$schema", "draft-04")
+                return definition["$schema"]
+            return fill
+        """
+    )
+    pytester.makepyfile(
+        test_b="""
+definition = {"type": "array"}
+
+def test_one(check):
+    assert check(definition) == "draft-04"
+
+def test_two(check):
+    assert check(definition) == "draft-04"
+
+def test_untouched():
+    assert "$schema" not in definition
+"""
+    )
+    for _ in range(2):
+        result = _isolated(pytester)
+        result.assert_outcomes(passed=3)
+        assert "kept " not in result.stdout.str()
 
 
 def test_memo_entries_verified_in_an_earlier_run_of_the_same_code_are_kept_at_once(
