@@ -52,7 +52,7 @@ ARRAY: Final = 7
 INSTANCE: Final = 8  # an instance __dict__ (sites name attributes, not keys)
 
 _MAX_DEPTH: Final = 6
-_MAX_INSTANCE_DEPTH: Final = 2
+_MAX_INSTANCE_DEPTH: Final = 4
 _MAX_WATCHES_PER_MODULE: Final = 5000
 _MAX_ELEMENTS_PER_CONTAINER: Final = 20000
 

@@ -480,6 +480,74 @@ def test_expects_it():
     second.stdout.fnmatch_lines(["*ran 1 test(s) in a forked child: could not reset: <faulth*"])
 
 
+def test_objects_four_levels_down_a_session_fixture_are_put_back_with_their_holders(
+    pytester: pytest.Pytester,
+) -> None:
+    # Faker: a session fixture's Faker -> its locale dict -> a Generator -> its providers
+    # list -> a provider, whose cached_property keeps a helper holding the generator's
+    # Random.  Seeding replaces the Random on the generator (two levels down: put back)
+    # and the provider caches a helper on the new one (four levels down: was not seen), so
+    # the next test seeded the baseline Random while the provider drew from the last
+    # test's, half consumed (each test passes alone).
+    pytester.makepyfile(
+        fakes="""
+import random
+from functools import cached_property
+
+shared = random.Random()
+
+class Helper:
+    def __init__(self, gen):
+        self.rng = gen.random
+
+class Provider:
+    def __init__(self, gen):
+        self.gen = gen
+
+    @cached_property
+    def helper(self):
+        return Helper(self.gen)
+
+    def value(self):
+        return self.helper.rng.random()
+
+class Generator:
+    def __init__(self):
+        self.random = shared
+        self.providers = [Provider(self)]
+
+    def seed(self, seed):
+        if self.random is shared:
+            self.random = random.Random()
+        self.random.seed(seed)
+
+class Faker:
+    def __init__(self):
+        self.locales = {"en": Generator()}
+""",
+        test_fakes="""
+import random, pytest, fakes
+
+@pytest.fixture(scope="session")
+def faker():
+    return fakes.Faker()
+
+def check(faker):
+    gen = faker.locales["en"]
+    gen.seed(4761)
+    assert gen.providers[0].value() == random.Random(4761).random()
+
+def test_first(faker):
+    check(faker)
+
+def test_second(faker):
+    check(faker)
+""",
+    )
+    result = _isolated(pytester)
+    result.assert_outcomes(passed=2)
+
+
 def test_a_class_behind_a_transparent_proxy_gets_its_attributes_back(
     pytester: pytest.Pytester,
 ) -> None:
