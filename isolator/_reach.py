@@ -26,6 +26,7 @@ from isolator._state import (
     image_epoch,
     moved_entries,
     parts_epoch,
+    sizes_epoch,
     views_epoch,
 )
 
@@ -132,6 +133,7 @@ class Scope:
             parts = [t.parts() for t in tables]
         self._parts = parts
         self._parts_epoch = parts_epoch[0]
+        self._sizes_epoch = sizes_epoch[0]
         self.tagged = list(itertools.compress(tables, map(_VCELLS, tables)))
         self.slotted = list(
             itertools.compress(tables, map(operator.is_not, map(_SLOTS, tables), _NONES))
@@ -175,6 +177,12 @@ class Scope:
             if any(map(operator.is_not, map(_PARTS, self.tables), self._parts)):
                 self._layout()
             self._parts_epoch = parts_epoch[0]
+        if self._sizes_epoch != sizes_epoch[0]:
+            # A cache's sizer or count changed in its table's parts (in place).
+            parts = self._parts
+            self.caches = list(_cat(map(_PART[_CACHE_SIZERS], parts)))
+            self.cache_sizes = list(_cat(map(_PART[_CACHE_SIZES], parts)))
+            self._sizes_epoch = sizes_epoch[0]
 
     def compared(self) -> list[Any]:
         """The live objects of the watches compared with their snapshots, tables in scope

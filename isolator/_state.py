@@ -145,6 +145,10 @@ views_epoch = [0]
 # Bumped whenever a table's ``parts`` are dropped (its snapshots or its watches changed): a
 # scope then compares its tables' parts with the ones its flat lists were laid out from.
 parts_epoch = [0]
+# Bumped whenever a memo cache's sizer or baseline count changes in a table's parts, in
+# place (entries learned into it, or it was emptied): a scope copies its two cache lists
+# again, not its whole layout.
+sizes_epoch = [0]
 Parts = tuple[
     list[Any], list[Any], list[Any], list[Any], list[Any], list[Any], list[Any], list[Any],
     list[int],
@@ -841,6 +845,17 @@ class StateTable:
             )
         return p
 
+    def cache_changed(self, i: int) -> None:
+        """Memo cache ``i``'s sizer or baseline count changed (``caches[i]`` and
+        ``cache_base`` say what they are now): put in place in the parts, whose other
+        lists stay (see :data:`sizes_epoch`)."""
+        p = self._parts
+        if p is None:
+            return  # made again, with it, when next asked for
+        p[7][i] = self._cache_sizer(i)
+        p[8][i] = self.caches[i][2]
+        sizes_epoch[0] += 1
+
     def changed(self) -> None:
         """A snapshot was replaced, or watches were added: :meth:`parts` are made again
         (every change to ``snaps``, ``cells``, ``defaults`` or ``caches`` other than one
@@ -1090,7 +1105,7 @@ class StateTable:
                 del self.cache_base[i]
                 self.cache_pure.discard(i)
                 self.caches[i] = (site, fn, 0)
-                self.changed()
+                self.cache_changed(i)
             return
         # Only the learned entries stay (a test that emptied the cache gets them back).
         for k in [k for k in entries if k not in base]:
@@ -1101,7 +1116,7 @@ class StateTable:
         want = self.cache_baseline_size(i)
         if size != want:
             self.caches[i] = (site, fn, want)
-            self.changed()
+            self.cache_changed(i)
 
     def cache_baseline_size(self, i: int) -> int:
         """What memo cache ``i``'s sizer gives at its baseline (see _cache_sizer)."""

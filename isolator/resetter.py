@@ -873,7 +873,7 @@ class Resetter:
                 # Reported once: empty is its baseline from now on (the tests after this
                 # one did not clear it).
                 t.caches[i] = (site, t.caches[i][1], 0)
-                t.changed()
+                t.cache_changed(i)
         for i in cells:
             site = t.cells[i][0]
             out.writes.append(site)
@@ -1122,7 +1122,7 @@ class Resetter:
         self.memo_kept += [f"{site}({k!r})" for k, _ in keep]
         if len(keep) == len(added):
             t.caches[i] = (site, fn, len(base))
-            t.changed()  # (its sizer and baseline count)
+            t.cache_changed(i)  # (its sizer and baseline count)
             return True
         return False
 
