@@ -498,9 +498,9 @@ class StateTable:
             return
         if isinstance(value, list):
             self._watch(site, value, list(value), LIST, None)
-            for v in value[:_MAX_ELEMENTS_PER_CONTAINER]:
+            for i, v in enumerate(value[:_MAX_ELEMENTS_PER_CONTAINER]):
                 if type(v) not in _IMMUTABLE_EXACT and not isinstance(v, _IMMUTABLE):
-                    self._walk(site, v, modname, prefixes, depth + 1, budget)
+                    self._walk(f"{site}[{i}]", v, modname, prefixes, depth + 1, budget)
             return
         if isinstance(value, (set,)):
             self._watch(site, value, set(value), SET, None)
@@ -510,8 +510,8 @@ class StateTable:
             return
         if isinstance(value, collections.deque):
             self._watch(site, value, collections.deque(value, value.maxlen), DEQUE, None)
-            for v in list(value)[:_MAX_ELEMENTS_PER_CONTAINER]:
-                self._walk(site, v, modname, prefixes, depth + 1, budget)
+            for i, v in enumerate(list(value)[:_MAX_ELEMENTS_PER_CONTAINER]):
+                self._walk(f"{site}[{i}]", v, modname, prefixes, depth + 1, budget)
             return
         if isinstance(value, array):
             self._watch(site, value, array(value.typecode, value), ARRAY, None)
