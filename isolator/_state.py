@@ -1196,9 +1196,15 @@ class _ClassOf:
         return type(self.obj)
 
     def _set(self, cls: type) -> None:
-        object.__setattr__(self.obj, "__class__", cls)
+        if type(self.obj) is not cls:
+            # object's own __class__ slot: a class may define __class__ as a read-only
+            # property (lazy objects: dynaconf's LazySettings, Django's LazyObject).
+            _OBJECT_CLASS.__set__(self.obj, cls)
 
     cell_contents = property(_get, _set)
+
+
+_OBJECT_CLASS: Final[Any] = object.__dict__["__class__"]
 
 
 class _SlotView:

@@ -548,6 +548,44 @@ def test_second(faker):
     result.assert_outcomes(passed=2)
 
 
+def test_a_lazy_object_whose_class_is_a_read_only_property_comes_back_with_its_module(
+    pytester: pytest.Pytester,
+) -> None:
+    # dynaconf's LazySettings (as Django's LazyObject) defines __class__ as a read-only
+    # property.  A project module holding one, imported by a test and reinstated for the
+    # next, had its objects' classes put back with object.__setattr__, which goes through
+    # that property: AttributeError in the second test.
+    pytester.makepyfile(
+        lazyconf="""
+class LazySettings:
+    _wrapped = None
+
+    @property
+    def __class__(self):
+        return LazySettings if self._wrapped is None else type(self._wrapped)
+
+class Loaded:
+    pass
+
+settings = LazySettings()
+""",
+        test_lazy="""
+import importlib
+
+def test_first():
+    mod = importlib.import_module("lazyconf")
+    mod.settings._wrapped = mod.Loaded()
+    assert isinstance(mod.settings, mod.Loaded)
+
+def test_second():
+    mod = importlib.import_module("lazyconf")
+    assert mod.settings._wrapped is None and type(mod.settings) is mod.LazySettings
+""",
+    )
+    result = _isolated(pytester)
+    result.assert_outcomes(passed=2)
+
+
 def test_a_class_behind_a_transparent_proxy_gets_its_attributes_back(
     pytester: pytest.Pytester,
 ) -> None:
