@@ -355,7 +355,9 @@ _FLAGS: Final = operator.attrgetter("__flags__")
 
 
 def _is_type(value: object) -> bool:
-    return isinstance(value, type)
+    # (By its real type: isinstance() would ask a lazy object's own __class__, which may
+    # raise, as django's unconfigured settings do; a proxy of a class is not one.)
+    return issubclass(type(value), type)
 
 
 def _swap_classes(modules: list[types.ModuleType]) -> list[types.ModuleType]:

@@ -288,7 +288,36 @@ def _opaque_fingerprint(obj: object) -> Callable[[object], object] | None:
         r = repr(obj)
         if " at 0x" not in r:
             return repr
+        # Others (chain, map, zip, filter, islice) tell it only to pickle: what their
+        # __reduce__ gives, with the iterators they hold told the same way.
+        if _reduced(obj) is not None:
+            return _reduced
     return None
+
+
+_SCALARS: Final = (int, float, str, bytes, bool, type(None))
+
+
+def _reduced(obj: object) -> object:
+    """An iterator's position as its ``__reduce__`` tells it (None: it does not)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (itertools' pickling: deprecated in 3.12)
+            return _reduced_parts(obj, 0)
+    except Exception:
+        return None
+
+
+def _reduced_parts(obj: object, depth: int) -> object:
+    if type(obj) in _SCALARS:
+        return obj
+    if type(obj) is tuple:
+        return tuple(_reduced_parts(x, depth) for x in obj)
+    if depth < 4 and hasattr(type(obj), "__next__"):
+        got = obj.__reduce__()
+        if type(got) is tuple:
+            return (id(got[0]), *(_reduced_parts(x, depth + 1) for x in got[1:]))
+    return id(obj)  # anything else by identity: a held list, a function
 
 
 _UNSEEN: Final = 2**64 - 1  # in a table's tag image: a tag no dict has (a 64-bit counter)
@@ -367,15 +396,22 @@ class StateTable:
             return
         self._seen.add(id(mdict))
         for value in list(mdict.values()):
-            if isinstance(value, types.ModuleType):
-                if isinstance(value.__name__, str):
-                    self.refs.add(value.__name__)
+            cls = type(value)
+            # (By the object's real type: isinstance() asks an object's own __class__,
+            # which a lazy object computes, and may raise: django's unconfigured settings.)
+            if issubclass(cls, types.ModuleType):
+                name_of = value.__dict__.get("__name__")
+                if isinstance(name_of, str):
+                    self.refs.add(name_of)
                 continue
-            ref = (
-                getattr(value, "__module__", None)
-                if isinstance(value, (type, types.FunctionType))
-                else getattr(type(value), "__module__", None)
-            )
+            try:
+                ref = (
+                    getattr(value, "__module__", None)
+                    if issubclass(cls, (type, types.FunctionType))
+                    else getattr(cls, "__module__", None)
+                )
+            except Exception:
+                continue
             if isinstance(ref, str):
                 self.refs.add(ref)
                 self.obj_refs.add(ref)
@@ -388,7 +424,7 @@ class StateTable:
                 type(value) in _IMMUTABLE_EXACT
                 or key in _SKIP_NAMES
                 or key in imported
-                or isinstance(value, _SKIP_GLOBALS)
+                or issubclass(type(value), _SKIP_GLOBALS)
             ):
                 continue
             if type(value) is types.FunctionType and _BARE(value) == _NOTHING:

@@ -34,6 +34,7 @@ def collect(core: IsolatorPlugin) -> dict[str, Any]:
         "fork_reasons": dict(core.fork_reasons),
         "unwalkable": [list(u) for t in r.tables.values() for u in t.unwalkable],
         "truncated": [s for t in r.tables.values() for s in t.truncated],
+        "emptied": [list(e) for e in r.emptied],
     }
 
 
@@ -57,6 +58,7 @@ def merge(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
         "fork_reasons": {**a["fork_reasons"], **b["fork_reasons"]},
         "unwalkable": a["unwalkable"] + [u for u in b["unwalkable"] if u not in a["unwalkable"]],
         "truncated": a["truncated"] + [s for s in b["truncated"] if s not in a["truncated"]],
+        "emptied": a["emptied"] + [e for e in b["emptied"] if e not in a["emptied"]],
     }
 
 
@@ -107,6 +109,14 @@ def write(data: dict[str, Any], fork_file: str, tr: Any) -> None:
         tr.write_line(
             f"{len(unrestorable)} test(s) will run in a forked child from the next run on "
             f"(remembered in {fork_file}; delete it to forget)",
+            yellow=True,
+        )
+    emptied: list[list[Any]] = data["emptied"]
+    if emptied:
+        tr.write_line(
+            f"emptied {len(emptied)} bounded memo cache(s) that had entries at the "
+            "baseline (they cannot be put back; later tests compute them again): "
+            + ", ".join(f"{site} ({n} entries)" for site, n in emptied[:_TOP]),
             yellow=True,
         )
     fork_reasons: dict[str, str] = data["fork_reasons"]

@@ -362,6 +362,8 @@ class Resetter:
         self.started = False
         self.project: set[str] = set()
         self.test_code: set[str] = set()  # set by start()
+        # Bounded memo caches emptied with entries from the baseline (site, how many).
+        self.emptied: list[tuple[str, int]] = []
         self.swapped: list[types.ModuleType] = []
         self.frames: list[Frame] = []
         self.threads: set[threading.Thread] = set()
@@ -871,15 +873,14 @@ class Resetter:
                 # A bounded cache's entries cannot be put back.  Those of a function of
                 # unchanging inputs (the memo learning's verdict) are computed again the
                 # same: emptied, it differs only by what no code here looks at, its
-                # statistics.  Others are reported (and the test forked from then on).
+                # statistics.  Others are reported in the summary, and the test is not
+                # forked from then on: the next test to fill the cache would empty it.
                 if not (
                     self.learn_memo
                     and self._pure_cached(site, fn)
                     and not self._observed(site, True)
                 ):
-                    out.unrestorable.append(
-                        (site, f"memo cache had {had} entries at baseline; it was cleared")
-                    )
+                    self.emptied.append((site, had))
                 # Empty is its baseline from now on (the tests after this one did not
                 # empty it).
                 t.caches[i] = (site, fn, 0)
@@ -1178,14 +1179,15 @@ class Resetter:
         for n in names:
             for space in spaces:
                 obj = space.get(n)
-                if obj is None or obj is fn or isinstance(obj, types.ModuleType):
+                kind = type(obj)
+                if obj is None or obj is fn or issubclass(kind, types.ModuleType):
                     continue
-                if isinstance(obj, types.FunctionType):
+                if kind is types.FunctionType:
                     home = sys.modules.get(obj.__module__ or "")
                     if home is not None and self.is_project(home):
                         if not self._pure_function(obj, depth + 1):
                             return False
-                elif isinstance(obj, type):
+                elif issubclass(kind, type):
                     home = sys.modules.get(obj.__module__)
                     if home is not None and self.is_project(home):
                         if not self._pure_class(obj, home):
