@@ -53,6 +53,7 @@ INSTANCE: Final = 8  # an instance __dict__ (sites name attributes, not keys)
 
 _MAX_DEPTH: Final = 6
 _MAX_INSTANCE_DEPTH: Final = 4
+_INSTANCE_VALUES_DEPTH: Final = 2  # below it, an instance's attributes but not their contents
 _MAX_WATCHES_PER_MODULE: Final = 5000
 _MAX_ELEMENTS_PER_CONTAINER: Final = 20000
 
@@ -645,6 +646,12 @@ class StateTable:
                 return
             self._watch(site, idict, dict(idict), INSTANCE, None)
             self._watch_class_of(site, value, cls)
+            if depth > _INSTANCE_VALUES_DEPTH:
+                # Deep down, its attributes (one version tag) but not what they hold: a
+                # rebound or added attribute is seen (a cached_property filled on first
+                # use), a list mutated in place is not, as compared lists cost a pass
+                # over their items after every test.
+                return
             for k, v in list(idict.items()):
                 if type(v) not in _IMMUTABLE_EXACT and not isinstance(v, _IMMUTABLE):
                     self._walk(f"{site}.{k}", v, modname, prefixes, depth + 1, budget)
