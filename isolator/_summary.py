@@ -113,11 +113,11 @@ def write(data: dict[str, Any], fork_file: str, tr: Any) -> None:
         )
     emptied: list[list[Any]] = data["emptied"]
     if emptied:
-        tr.write_line(
+        _listed(
+            tr,
             f"emptied {len(emptied)} bounded memo cache(s) that had entries at the "
-            "baseline (they cannot be put back; later tests compute them again): "
-            + ", ".join(f"{site} ({n} entries)" for site, n in emptied[:_TOP]),
-            yellow=True,
+            "baseline (they cannot be put back; later tests compute them again): ",
+            [(site, f"{n} entries") for site, n in emptied],
         )
     fork_reasons: dict[str, str] = data["fork_reasons"]
     if fork_reasons:
@@ -128,14 +128,19 @@ def write(data: dict[str, Any], fork_file: str, tr: Any) -> None:
         )
     unwalkable = data["unwalkable"]
     if unwalkable:
-        tr.write_line(
+        _listed(
+            tr,
             f"{len(unwalkable)} object(s) not watched, their code failed when looked at "
-            "(changes to them are not reset): "
-            + ", ".join(f"{site} ({why})" for site, why in unwalkable[:_TOP]),
-            yellow=True,
+            "(changes to them are not reset): ",
+            unwalkable,
         )
     truncated = data["truncated"]
     if truncated:
         tr.write_line(
             f"{len(truncated)} large object(s) watched only in part: " + ", ".join(truncated[:_TOP])
         )
+
+
+def _listed(tr: Any, head: str, pairs: Any) -> None:
+    """A warning line: ``head`` and the first sites, each with what is said of it."""
+    tr.write_line(head + ", ".join(f"{site} ({why})" for site, why in pairs[:_TOP]), yellow=True)
