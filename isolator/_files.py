@@ -99,6 +99,9 @@ class FileGuard:
         self._owner = os.getpid()  # a forked child keeps a journal of its own
         self._inherited: set[str] = set()  # held entries a forked child got from its parent
         self.defaults_written = False  # a function's __defaults__/__kwdefaults__ was set
+        # An object's __class__ was assigned (the same audit event): until then the
+        # watched instances' classes need no look.  True until the first check has looked.
+        self.class_written = True
         self.spawned = False  # the test started a process
         # Events that may have changed a file anywhere (tmp dirs, pytest's and isolator's
         # own writes included) or started a process that may, and changes of directory:
@@ -137,8 +140,11 @@ class FileGuard:
 
     def _hook(self, event: str, args: tuple[Any, ...]) -> None:
         if event == "object.__setattr__":
-            if self.active and not self._busy and len(args) > 1 and args[1] in _DEFAULTS_NAMES:
-                self.defaults_written = True
+            if self.active and not self._busy and len(args) > 1:
+                if args[1] in _DEFAULTS_NAMES:
+                    self.defaults_written = True
+                elif args[1] == "__class__":
+                    self.class_written = True
             return
         if event == "open":
             path, mode, flags = args

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from isolator import _modules
+from isolator._classes import CACHE_NAMES
 from isolator._files import FileGuard
 from isolator._process import (
     LEFT_AS_IS,
@@ -282,6 +283,23 @@ def _effect_calls(tree: ast.Module) -> dict[tuple[int, str], bool]:
         key = (first, fn.name)
         out[key] = out.get(key, False) or called
     return out
+
+
+def _learn_class_caches(t: StateTable, i: int, keys: list[Any] | None) -> list[Any] | None:
+    """Names among ``keys`` that library code adds to a class on first use, from the class
+    alone (copyreg's ``__slotnames__``, set by the first copy or pickle of an instance),
+    join the baseline snapshot of class watch ``i``: putting them back would only make
+    every later test compute them again, the same.  Returns the other keys."""
+    if not keys or CACHE_NAMES.isdisjoint(keys):
+        return keys
+    live, snap = t.lives[i], t.snaps[i]
+    left = []
+    for k in keys:
+        if k in CACHE_NAMES and k not in snap and k in live:
+            snap[k] = live[k]
+        else:
+            left.append(k)
+    return left
 
 
 def _dirty_sibling(
@@ -595,7 +613,7 @@ class Resetter:
         out: dict[str, tuple[list[int], tuple[list[int], ...]]] = {}
         # The scope's C-level pass names the tables that may differ; only those are walked.
         defaults = self.files.defaults_written
-        maybe = set(self.reach.all().dirty_tables(defaults))  # tables hash by identity
+        maybe = set(self.reach.all().dirty_tables(defaults, self.files.class_written))
         if not maybe:
             return out
         for key, t in self.tables.items():
@@ -748,16 +766,16 @@ class Resetter:
             for t in self.tables.values():
                 self._reset_table(t, out, force)
         else:
-            # Functions' defaults are read only after a test that rebound some: the audit
-            # event of the rebinding tells.
+            # Functions' defaults, and the classes of watched instances, are read only
+            # after a test that rebound some: the audit event of the rebinding tells.
             defaults = files.defaults_written
             if scope is None:
                 scope = self.reach.all()
-            dirty = scope.dirty_tables(defaults)
+            dirty = scope.dirty_tables(defaults, files.class_written)
             hits = scope.hits
             for t in dirty:
                 self._reset_table(t, out, force, defaults, hits[t] if hits else ALL_KINDS)
-        files.defaults_written = False
+        files.defaults_written = files.class_written = False
         if threads_moved:
             self._check_threads(out, leaked)
         if files.spawned:
@@ -819,11 +837,17 @@ class Resetter:
                 left[0].append(i)
                 continue
             keys = None
+            if t.kinds[i] == CLASS:
+                found = t.diff_keys(i)
+                keys = _learn_class_caches(t, i, found)
+                if found and not keys:
+                    continue  # only copyreg's cache was added: it joined the baseline
             if memo_ok and t.kinds[i] == SET:
                 if self._keep_set_members(t, i, functools.partial(alone, i)):
                     continue  # every member it gained was learned: nothing to put back
             if memo_ok and (t.kinds[i] == DICT or t.kinds[i] == MODULE or t.kinds[i] == CLASS):
-                keys = t.diff_keys(i)  # one comparison for the memo check and the reset
+                if keys is None:
+                    keys = t.diff_keys(i)  # one comparison for the memo check and the reset
                 if keys:  # (none: the test only reordered the dict)
                     keys = self._keep_memo(t, i, keys, functools.partial(alone, i))
                     if not keys:
@@ -1813,6 +1837,7 @@ class Resetter:
             elif what == "cell":
                 site, cell, _ = t.cells[i]
                 t.cells[i] = (site, cell, old)
+                self.files.class_written = True  # (an instance's class: as for defaults)
             else:
                 site, fn, _, _ = t.defaults[i]
                 t.defaults[i] = (site, fn, *old)

@@ -2659,6 +2659,82 @@ def test_lazy_second():
     result.stdout.fnmatch_lines(["*cfgpkg:CONFIG.__class__*"])
 
 
+def test_a_class_a_module_fixture_swapped_stays_for_its_module_and_goes_back_after(
+    pytester: pytest.Pytester,
+) -> None:
+    # Classes of watched objects are read only after an audit event of a __class__
+    # assignment: the fixture's, in its set-up, joins its scope's baseline; the test's own
+    # is put back to that; after the fixture's teardown the original is back.
+    pytester.makepyfile(
+        cfgpkg="""
+class Config:
+    pass
+class Other(Config):
+    pass
+class Third(Config):
+    pass
+CONFIG = Config()
+""",
+        test_0="""
+def test_first():
+    pass
+""",
+        test_a="""
+import pytest
+from cfgpkg import CONFIG, Config, Other, Third
+@pytest.fixture(scope="module", autouse=True)
+def swapped():
+    CONFIG.__class__ = Other
+    yield
+def test_swaps_again():
+    assert type(CONFIG) is Other
+    object.__setattr__(CONFIG, "__class__", Third)
+def test_sees_the_fixtures():
+    assert type(CONFIG) is Other
+""",
+        test_b="""
+from cfgpkg import CONFIG, Config
+def test_sees_the_original():
+    assert type(CONFIG) is Config
+""",
+    )
+    plain = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    plain.assert_outcomes(passed=2, failed=2)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator", "-v")
+    result.assert_outcomes(passed=4)
+
+
+def test_the_slot_names_copy_adds_to_a_project_class_join_the_baseline(
+    pytester: pytest.Pytester,
+) -> None:
+    # copy and pickle add __slotnames__ to a class on first use, computed from the class
+    # alone: taking it away after each test would only make the next one compute it
+    # again.  It stays; what the test itself set on the class is still put back.
+    pytester.makepyfile(
+        shapes="""
+class Point:
+    __slots__ = ("x", "y")
+    scale = 1
+""",
+        test_copy="""
+import copy
+from shapes import Point
+def test_copies():
+    p = Point()
+    p.x, p.y = 1, 2
+    q = copy.copy(p)
+    assert (q.x, q.y) == (1, 2)
+    Point.scale = 5
+def test_after():
+    assert Point.scale == 1
+    assert Point.__dict__["__slotnames__"] == ["x", "y"]
+""",
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator", "-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*shapes:Point.scale*"])
+
+
 def test_a_closure_cell_is_watched_through_the_function_that_rebinds_it(
     pytester: pytest.Pytester,
 ) -> None:
