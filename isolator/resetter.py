@@ -420,9 +420,9 @@ class Resetter:
         self.memo_verdicts: dict[tuple[str, str, bool], bool] = {}
         self.memo_verdicts_new: dict[tuple[str, str, bool], bool] = {}
         self._static: dict[str, Any] = {}
+        # site -> what each function that writes it writes (_kept_together).
+        self._writers: dict[str, list[Any]] = {}
         self._sources: dict[str, bytes] = {}
-        # (memo site, a functools cache) -> whether project code looks at it (_observed).
-        self._observers: dict[tuple[str, bool], bool] = {}
         self._project_texts: list[tuple[str, types.ModuleType, bytes]] | None = None
         self._stats_sources: list[tuple[str, types.ModuleType, bytes]] | None = None
         self._names_by_code: dict[str, dict[tuple[int, str], frozenset[str]] | None] = {}
@@ -1388,11 +1388,13 @@ class Resetter:
         ``in``, a comparison), or, for a functools cache (``stats``), calls a function
         that uses ``cache_info`` on it anywhere.  Learned entries would show there: a
         test counting a memo's entries or a cache's hits would see what no fresh process
-        shows.  Once per site and session (which modules are the tests' is this run's)."""
-        key = (site, stats)
-        got = self._observers.get(key)
+        shows.  Once per site for the same code (the project's files, tests included: see
+        code_stamp), kept with the other verdicts; the scan reads every project source."""
+        key = (site, "<observed>", stats)
+        got = self.memo_verdicts.get(key)
         if got is None:
-            got = self._observers[key] = self._find_observer(site, stats)
+            got = self._find_observer(site, stats)
+            self.memo_verdicts[key] = self.memo_verdicts_new[key] = got
         return got
 
     def _find_observer(self, site: str, stats: bool) -> bool:
@@ -1470,21 +1472,27 @@ class Resetter:
         container it is passed: what else it fills is not seen either)."""
         from isolator.analysis import sites_overlap
 
-        state = self._static_state(sys.modules.get(site.partition(":")[0]))
-        if state is None:
-            return True
-        bodies = set(state.classes)
-        seen_writer = False
-        for code in state.code:
-            if code.qualname == "<module>" or code.qualname in bodies:
-                continue  # initialisation binds every global
-            writes = code.writes
-            if any(sites_overlap(w, site) for w in writes):
-                seen_writer = True
-                if any(sites_overlap(w, b) for w in writes for b in beside):
-                    return True
+        writers = self._writers.get(site)
+        if writers is None:
+            # What each function that writes ``site`` writes (once per site: a memo
+            # whose neighbours change is asked about after many tests).
+            state = self._static_state(sys.modules.get(site.partition(":")[0]))
+            if state is None:
+                return True
+            bodies = set(state.classes)
+            writers = self._writers[site] = [
+                code.writes
+                for code in state.code
+                # (Initialisation binds every global.)
+                if code.qualname != "<module>"
+                and code.qualname not in bodies
+                and any(sites_overlap(w, site) for w in code.writes)
+            ]
+        for writes in writers:
+            if any(sites_overlap(w, b) for w in writes for b in beside):
+                return True
         # (A module's own namespace is written by name, `global X`: no writer to find.)
-        return not seen_writer and not site.endswith(":<globals>")
+        return not writers and not site.endswith(":<globals>")
 
     def _memo_helper(
         self, mod: object, state: Any, writer: Any, site: str, test_module: object
