@@ -1408,6 +1408,8 @@ class Resetter:
             sources = self._stats_sources
         for name, mod, _ in [x for x in sources if root in x[2]]:
             if name == owner and not stats:
+                if self._hands_out(mod, site, sources):
+                    return True
                 continue
             state = self._static_state(mod)
             names = self._code_names(mod) if stats else None
@@ -1426,6 +1428,39 @@ class Resetter:
                 written = [w for w in code.writes if w == site or w.startswith(inside)]
                 if written and all(w in code.clears for w in written):
                     continue  # empties it first: sees what a fresh process shows
+                return True
+        return False
+
+    def _hands_out(
+        self, mod: types.ModuleType, site: str, sources: list[tuple[str, Any, bytes]]
+    ) -> bool:
+        """Whether a function of memo ``site``'s own module reads the memo without
+        filling it (a count or a listing of the cache) and is called from elsewhere (by
+        its name in another project source, the tests included): what it returns would
+        show learned entries.  A reader that only the module's own code calls, or that
+        calls a function filling the memo (the lookup half of freezegun's module cache),
+        is the memo's own code."""
+        state = self._static_state(mod)
+        if state is None:
+            return False
+        inside = (site + ".", site + "[")
+        bodies = set(state.classes)
+        owner = site.partition(":")[0]
+        code_names = self._code_names(mod) or {}
+        readers, fillers = [], set()
+        for code in state.code:
+            if code.qualname == "<module>" or code.qualname in bodies:
+                continue
+            if any(w == site or w.startswith(inside) for w in code.writes):
+                fillers.add(code.qualname.rpartition(".")[2])  # (or empties it)
+            elif any(r == site or r.startswith(inside) for r in code.reads):
+                readers.append(code)
+        for code in readers:
+            short = code.qualname.rpartition(".")[2]
+            if fillers & code_names.get((code.firstlineno, short), frozenset()):
+                continue
+            called = re.compile(rb"\b%s\b" % re.escape(short.encode()))
+            if any(called.search(text) for name, _, text in sources if name != owner):
                 return True
         return False
 

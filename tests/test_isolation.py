@@ -1751,7 +1751,8 @@ def test_memo_filled_by_a_helper_beside_a_warning_and_a_flipping_entry_is_learne
     # and _io).  The entries added are still memo entries, and the flipped one is put
     # back.  A writer whose only caller does not look the entry up stays a setter
     # (``enable``): a test expecting the default after two tests enabled it passes.  The
-    # tests look at the cache through its module's functions (see
+    # tests see the flipped entry only through what the memo function returns (code
+    # reading the cache itself stops the learning: see
     # test_memo_entries_are_not_learned_where_project_code_looks_at_the_memo_itself).
     pytester.makepyfile(
         attrs="""
@@ -1770,22 +1771,18 @@ def scan(objs):
     return [cached(o) for o in objs]
 IO = types.SimpleNamespace(name="io")
 _IO = types.SimpleNamespace(name="io")
-cached(IO)
+FIRST = cached(IO)
 def _set(name):
     FLAGS[name] = True
 def enable(name):
     _set(name)
-def names():
-    return list(_CACHE)
-def stamp(name):
-    return _CACHE[name][0]
 """,
         test_attrs="""
 import types
 import attrs
 A, B = types.SimpleNamespace(name="a"), types.SimpleNamespace(name="b")
 def test_1():
-    assert attrs.names() == ["io"]
+    assert attrs.cached(attrs.IO) is attrs.FIRST
 def test_2():
     assert attrs.scan([attrs._IO, A, B]) == [["IO"], ["A"], ["B"]]
     attrs.enable("x")
@@ -1793,7 +1790,7 @@ def test_3():
     assert attrs.scan([attrs._IO, A, B]) == [["IO"], ["A"], ["B"]]
     attrs.enable("x")
 def test_4():
-    assert attrs.stamp("io") == id(attrs.IO)
+    assert attrs.cached(attrs.IO) is attrs.FIRST  # the entry for IO, not _IO's, is back
     assert "x" not in attrs.FLAGS
 """,
     )
@@ -2128,6 +2125,50 @@ def test_counts_hits():
 """,
     )
     for kept in _kept_lines_of_two_runs(pytester, passed=6):
+        assert kept.startswith("kept 1 memo entry") and "lib:_seen[2]" in kept, kept
+
+
+def test_memo_entries_are_not_learned_where_its_own_module_hands_out_what_it_holds(
+    pytester: pytest.Pytester,
+) -> None:
+    # A function of the memo's own module that reads the memo without filling it, and
+    # that code elsewhere calls (a size or a listing of the cache), shows learned entries
+    # as a fresh process would not: that memo is reset.  A reader only the module's own
+    # code calls (the lookup half of the memo) is no such window.
+    pytester.makepyfile(
+        lib="""
+_names = {}
+_seen = {}
+
+def name(n):
+    if n not in _names:
+        _names[n] = "x" * n
+    return _names[n]
+
+def cached_count():
+    return len(_names)
+
+def _has(n):
+    return n in _seen
+
+def other(n):
+    if not _has(n):
+        _seen[n] = "y" * n
+    return _seen[n]
+""",
+        test_lib="""
+import lib
+def check():
+    assert lib.name(4) == "xxxx" and lib.name(5) == "xxxxx" and lib.other(2) == "yy"
+def test_1(): check()
+def test_2(): check()
+def test_3(): check()
+def test_counts_entries():
+    lib.name(4)
+    assert lib.cached_count() == 1
+""",
+    )
+    for kept in _kept_lines_of_two_runs(pytester, passed=4):
         assert kept.startswith("kept 1 memo entry") and "lib:_seen[2]" in kept, kept
 
 
