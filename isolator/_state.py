@@ -835,8 +835,38 @@ class StateTable:
             site, depth = (f"{i}({k!r})", 1) if isinstance(i, str) else self._entry_site(i, k)
             self._walk_guarded(site, v, self.modname, prefixes, depth, budget)
         if len(self.lives) != watched:
-            self.vidx = None  # sorted again on next use (new tag cells, views, slot checks)
+            self._split_more(watched)
             self.changed()
+
+    def _split_more(self, start: int) -> None:
+        """Sort the watches added from ``start`` on (appended after the split) into the
+        tag-checked and compared ones: the others keep their tag cells, views and the tags
+        last verified, so that the next check does not compare every dict of the table."""
+        if self.vidx is None:
+            return  # not split yet: split() sorts them all
+        vidx, cidx = self.vidx, self.cidx
+        sidx = list(self.slots.idx) if self.slots is not None else []
+        slots = len(sidx)
+        cells: list[Any] = []
+        for i in range(start, len(self.lives)):
+            kind, live = self.kinds[i], self.lives[i]
+            tagged = kind in _TAGGED_KINDS and not isinstance(live, collections.OrderedDict)
+            cell = _versions.cell_for(live) if tagged else None
+            if kind == _SLOTS:
+                sidx.append(i)
+            elif cell is None:
+                cidx.append(i)
+            else:
+                vidx.append(i)
+                cells.append(cell)
+        if cells:
+            self.vcells += cells
+            self.vviews += [memoryview(c).cast("B") for c in cells]
+            self.vers += [-1] * len(cells)
+            views_epoch[0] += 1
+            self._sync_image()
+        if len(sidx) != slots:
+            self.slots = _SlotCheck(self, sidx)
 
     def split(self) -> None:
         """Sort the watches into tag-checked and compared ones (once; watches are fixed
