@@ -2013,6 +2013,38 @@ def test_sees_it_whole(): assert lib.get("a") == {"x": ("a", 1)}
         assert kept.startswith("kept 1 memo entry") and "lib:_cache['a']" in kept, kept
 
 
+def test_a_learned_memo_entrys_list_and_slotted_object_are_put_back_too(
+    pytester: pytest.Pytester,
+) -> None:
+    # What a learned entry holds is watched from the check that learns it on, beside the
+    # watches the table had (compared ones, slot-only objects): a later test appending to
+    # its list or setting its slotted object's attribute leaves nothing to the next.
+    pytester.makepyfile(
+        lib="""
+class Point:
+    __slots__ = ("x",)
+    def __init__(self, x):
+        self.x = x
+_cache = {}
+def get(key):
+    if key not in _cache:
+        _cache[key] = ([key], Point(1))
+    return _cache[key]
+""",
+        test_lib="""
+import lib
+def test_1(): assert lib.get("a")[0] == ["a"]
+def test_2(): assert lib.get("a")[0] == ["a"]
+def test_appends(): lib.get("a")[0].append("b")
+def test_sees_one(): assert lib.get("a")[0] == ["a"]
+def test_moves(): lib.get("a")[1].x = 5
+def test_sees_it_unmoved(): assert lib.get("a")[1].x == 1
+""",
+    )
+    for kept in _kept_lines_of_two_runs(pytester, passed=6):
+        assert kept.startswith("kept 1 memo entry") and "lib:_cache['a']" in kept, kept
+
+
 def test_functools_cache_entries_are_learned_only_for_functions_of_unchanging_inputs(
     pytester: pytest.Pytester,
 ) -> None:
