@@ -5,14 +5,16 @@ test module changes, so that anything reached by other paths is still put back."
 
 from __future__ import annotations
 
+import array
 import bisect
+import collections
 import itertools
 import operator
 import os
 import re
 from collections.abc import Iterator
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from isolator._state import (
     CACHES,
@@ -149,6 +151,19 @@ class Scope:
             self.caches,
             self.cache_sizes,
         ) = [list(_cat(map(g, parts))) for g in _PART]
+        # Builtin containers are compared as two lists in one C call (pair by pair,
+        # identity first); objects of other types (a list subclass whose __eq__ warns,
+        # importlib.metadata's EntryPoints) pair by pair with !=, as their tables do.
+        plain = list(map(_PLAIN_LIVES.__contains__, map(type, self.lives)))
+        if all(plain):
+            self.plain_lives, self.plain_snaps = self.lives, self.snaps
+            self.odd_lives, self.odd_snaps = [], []
+        else:
+            self.plain_lives = list(itertools.compress(self.lives, plain))
+            self.plain_snaps = list(itertools.compress(self.snaps, plain))
+            odd = list(map(operator.not_, plain))
+            self.odd_lives = list(itertools.compress(self.lives, odd))
+            self.odd_snaps = list(itertools.compress(self.snaps, odd))
         # Watched classes of instances (``_ClassOf``, a Python property each) are read in
         # C as ``type(obj)``: a test module's thousands of objects cost a pass, not a
         # Python call apiece.  The combined lists above still name the owners.
@@ -244,7 +259,9 @@ class Scope:
                     hits[t] = hits.get(t, 0) | SLOTS
             # The two lists compared as lists: pair by pair in C, identity first, ending at
             # the first difference (a third faster than any() over map(ne)).
-            if self.lives != self.snaps:
+            if self.plain_lives != self.plain_snaps or (
+                self.odd_lives and any(map(operator.ne, self.odd_lives, self.odd_snaps))
+            ):
                 flags = map(operator.ne, self.lives, self.snaps)
                 for t in itertools.compress(self._owners(_LIVES), flags):
                     hits[t] = hits.get(t, 0) | LIVES
@@ -285,6 +302,8 @@ class Scope:
 
 
 _PARTS = operator.attrgetter("_parts")
+# Types whose == runs no code of the project's or a library's (only their elements').
+_PLAIN_LIVES: Final = frozenset({list, set, collections.deque, bytearray, array.array})
 # Up to this many tagged tables a scope compares each one's tags; beyond, moved_entries
 # finds the few tags that moved among hundreds faster than a slice per table.
 _FEW_TABLES = 16

@@ -535,7 +535,8 @@ class StateTable:
             return
         if isinstance(value, list):
             self._watch(site, value, list(value), LIST, None)
-            for i, v in enumerate(value[:_MAX_ELEMENTS_PER_CONTAINER]):
+            # (list's own slicing: a subclass may index by name, as EntryPoints does.)
+            for i, v in enumerate(list.__getitem__(value, slice(_MAX_ELEMENTS_PER_CONTAINER))):
                 if type(v) not in _IMMUTABLE_EXACT and not isinstance(v, _IMMUTABLE):
                     self._walk(f"{site}[{i}]", v, modname, prefixes, depth + 1, budget)
             return
@@ -1152,10 +1153,12 @@ class StateTable:
             if self.owners[i] is not None:
                 self.owners[i]()
         elif kind == LIST:
-            live[:] = snap
+            # list's own methods, as object's setattr for slots: a subclass's (a
+            # deprecation warning on every write, EntryPoints's) is not asked.
+            list.__setitem__(live, slice(None), snap)
         elif kind == SET:
-            live.clear()
-            live.update(snap)
+            set.clear(live)
+            set.update(live, snap)
         elif kind == BYTEARRAY:
             live[:] = snap
         elif kind == DEQUE:

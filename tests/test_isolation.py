@@ -2777,6 +2777,46 @@ def test_sees_the_original():
     result.assert_outcomes(passed=4)
 
 
+def test_a_list_subclass_is_watched_and_put_back_without_running_its_own_methods(
+    pytester: pytest.Pytester,
+) -> None:
+    # importlib.metadata's EntryPoints (3.10/3.11): a list whose == and item assignment
+    # warn and whose [] takes a name.  Comparing, walking and restoring it runs list's
+    # own code: no warning charged to the tests, no "not watched", and it is put back.
+    pytester.makepyfile(
+        named="""
+import warnings
+class Named(list):
+    __hash__ = None
+    def __eq__(self, other):
+        warnings.warn("the list interface is deprecated", DeprecationWarning)
+        return tuple(self) == tuple(other)
+    def __getitem__(self, name):
+        for item in self:
+            if item[0] == name:
+                return item
+        raise KeyError(name)
+    def __setitem__(self, index, value):
+        warnings.warn("the list interface is deprecated", DeprecationWarning)
+        list.__setitem__(self, index, value)
+ITEMS = Named([["a", {"n": 1}], ["b", {"n": 2}]])
+""",
+        test_named="""
+from named import ITEMS
+def test_reads():
+    assert ITEMS["a"][1]["n"] == 1
+def test_appends():
+    list.append(ITEMS, ["c", {}])
+    ITEMS["b"][1]["n"] = 5
+def test_sees_the_original():
+    assert list.__len__(ITEMS) == 2 and ITEMS["b"][1]["n"] == 2
+""",
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=3, warnings=0)
+    assert "not watched" not in result.stdout.str()
+
+
 def test_the_slot_names_copy_adds_to_a_project_class_join_the_baseline(
     pytester: pytest.Pytester,
 ) -> None:
