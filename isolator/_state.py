@@ -845,12 +845,27 @@ class StateTable:
         last verified, so that the next check does not compare every dict of the table."""
         if self.vidx is None:
             return  # not split yet: split() sorts them all
-        vidx, cidx = self.vidx, self.cidx
         sidx = list(self.slots.idx) if self.slots is not None else []
         slots = len(sidx)
         cells: list[Any] = []
-        for i in range(start, len(self.lives)):
-            kind, live = self.kinds[i], self.lives[i]
+        self._sort(start, self.vidx, self.cidx, sidx, cells)
+        if cells:
+            self.vcells += cells
+            self.vviews += [memoryview(c).cast("B") for c in cells]
+            self.vers += [-1] * len(cells)
+            views_epoch[0] += 1
+            self._sync_image()
+        if len(sidx) != slots:
+            self.slots = _SlotCheck(self, sidx)
+
+    def _sort(
+        self, start: int, vidx: list[int], cidx: list[int], sidx: list[int], cells: list[Any]
+    ) -> None:
+        """Append the watches from ``start`` on to the tag-checked (``vidx``, with their
+        tag ``cells``), compared (``cidx``) or slot-checked (``sidx``) ones."""
+        kinds, lives = self.kinds, self.lives
+        for i in range(start, len(lives)):
+            kind, live = kinds[i], lives[i]
             tagged = kind in _TAGGED_KINDS and not isinstance(live, collections.OrderedDict)
             cell = _versions.cell_for(live) if tagged else None
             if kind == _SLOTS:
@@ -860,14 +875,6 @@ class StateTable:
             else:
                 vidx.append(i)
                 cells.append(cell)
-        if cells:
-            self.vcells += cells
-            self.vviews += [memoryview(c).cast("B") for c in cells]
-            self.vers += [-1] * len(cells)
-            views_epoch[0] += 1
-            self._sync_image()
-        if len(sidx) != slots:
-            self.slots = _SlotCheck(self, sidx)
 
     def split(self) -> None:
         """Sort the watches into tag-checked and compared ones (once; watches are fixed
@@ -878,16 +885,7 @@ class StateTable:
         cidx: list[int] = []
         sidx: list[int] = []
         cells: list[Any] = []
-        for i, (kind, live) in enumerate(zip(self.kinds, self.lives)):
-            tagged = kind in _TAGGED_KINDS and not isinstance(live, collections.OrderedDict)
-            cell = _versions.cell_for(live) if tagged else None
-            if kind == _SLOTS:
-                sidx.append(i)
-            elif cell is None:
-                cidx.append(i)
-            else:
-                vidx.append(i)
-                cells.append(cell)
+        self._sort(0, vidx, cidx, sidx, cells)
         self.vidx, self.cidx, self.vcells = vidx, cidx, cells
         self.vviews = [memoryview(c).cast("B") for c in cells]
         views_epoch[0] += 1

@@ -2114,24 +2114,39 @@ def test_memo_entries_are_not_learned_where_project_code_looks_at_the_memo_itsel
     pytester: pytest.Pytester,
 ) -> None:
     # A learned entry is in the memo before a test computes it: a test that counts the
-    # memo's entries, looks for a key in it, or counts a functools cache's hits would see
-    # what a fresh process does not show (each of the last three tests passes alone).
-    # Such memos are reset, not learned, in both runs; the memo no code looks at is.
+    # memo's entries, looks for a key in it, counts them through a function of the
+    # memo's own module that reads it without filling it, or counts a functools cache's
+    # hits would see what a fresh process does not show (each of the last four tests
+    # passes alone).  Such memos are reset, not learned, in both runs; the memo no code
+    # looks at is, and a reader that only its own module calls (the lookup half of the
+    # memo) is no such window.
     pytester.makepyfile(
         lib="""
 import functools
 _names = {}
 _seen = {}
+_sizes = {}
 
 def name(n):
     if n not in _names:
         _names[n] = "x" * n
     return _names[n]
 
+def _has(n):
+    return n in _seen
+
 def other(n):
-    if n not in _seen:
+    if not _has(n):
         _seen[n] = "y" * n
     return _seen[n]
+
+def sized(n):
+    if n not in _sizes:
+        _sizes[n] = [n]
+    return _sizes[n]
+
+def cached_count():
+    return len(_sizes)
 
 @functools.cache
 def square(n):
@@ -2142,6 +2157,7 @@ import lib
 def check():
     assert lib.name(4) == "xxxx" and lib.name(5) == "xxxxx"
     assert lib.square(3) == [9] and lib.other(2) == "yy"
+    assert lib.sized(4) == [4] and lib.sized(5) == [5]
 def test_1(): check()
 def test_2(): check()
 def test_3(): check()
@@ -2150,57 +2166,16 @@ def test_counts_entries():
     assert len(lib._names) == 1
 def test_looks_for_a_key():
     assert 5 not in lib._names
+def test_counts_through_the_module():
+    lib.sized(4)
+    assert lib.cached_count() == 1
 def test_counts_hits():
     lib.square(3)
     lib.square(3)
     assert lib.square.cache_info().hits == 1
 """,
     )
-    for kept in _kept_lines_of_two_runs(pytester, passed=6):
-        assert kept.startswith("kept 1 memo entry") and "lib:_seen[2]" in kept, kept
-
-
-def test_memo_entries_are_not_learned_where_its_own_module_hands_out_what_it_holds(
-    pytester: pytest.Pytester,
-) -> None:
-    # A function of the memo's own module that reads the memo without filling it, and
-    # that code elsewhere calls (a size or a listing of the cache), shows learned entries
-    # as a fresh process would not: that memo is reset.  A reader only the module's own
-    # code calls (the lookup half of the memo) is no such window.
-    pytester.makepyfile(
-        lib="""
-_names = {}
-_seen = {}
-
-def name(n):
-    if n not in _names:
-        _names[n] = "x" * n
-    return _names[n]
-
-def cached_count():
-    return len(_names)
-
-def _has(n):
-    return n in _seen
-
-def other(n):
-    if not _has(n):
-        _seen[n] = "y" * n
-    return _seen[n]
-""",
-        test_lib="""
-import lib
-def check():
-    assert lib.name(4) == "xxxx" and lib.name(5) == "xxxxx" and lib.other(2) == "yy"
-def test_1(): check()
-def test_2(): check()
-def test_3(): check()
-def test_counts_entries():
-    lib.name(4)
-    assert lib.cached_count() == 1
-""",
-    )
-    for kept in _kept_lines_of_two_runs(pytester, passed=4):
+    for kept in _kept_lines_of_two_runs(pytester, passed=7):
         assert kept.startswith("kept 1 memo entry") and "lib:_seen[2]" in kept, kept
 
 
