@@ -35,6 +35,7 @@ def collect(core: IsolatorPlugin) -> dict[str, Any]:
         "unwalkable": [list(u) for t in r.tables.values() for u in t.unwalkable],
         "truncated": [s for t in r.tables.values() for s in t.truncated],
         "emptied": [list(e) for e in r.emptied],
+        "observed_memos": list(r.observed_memos),
     }
 
 
@@ -59,6 +60,7 @@ def merge(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
         "unwalkable": a["unwalkable"] + [u for u in b["unwalkable"] if u not in a["unwalkable"]],
         "truncated": a["truncated"] + [s for s in b["truncated"] if s not in a["truncated"]],
         "emptied": a["emptied"] + [e for e in b["emptied"] if e not in a["emptied"]],
+        "observed_memos": list(dict.fromkeys(a["observed_memos"] + b["observed_memos"])),
     }
 
 
@@ -96,6 +98,7 @@ def write(data: dict[str, Any], fork_file: str, tr: Any) -> None:
             + "): "
             + ", ".join(kept[:_TOP])
         )
+    _observed_memos(tr, data["observed_memos"], counts)
     if data["recovered"]:
         tr.write_line(
             f"restored {len(data['recovered'])} file(s) left by a test process that died "
@@ -138,6 +141,22 @@ def write(data: dict[str, Any], fork_file: str, tr: Any) -> None:
     if truncated:
         tr.write_line(
             f"{len(truncated)} large object(s) watched only in part: " + ", ".join(truncated[:_TOP])
+        )
+
+
+def _observed_memos(tr: Any, sites: list[str], counts: dict[str, int]) -> None:
+    """The memos not learned because code reads them itself, by how often their entries
+    were put back (the cost of recomputing them after every test)."""
+    resets: Counter[str] = Counter()
+    for site in sites:
+        inside = (site + "[", site + ".")
+        resets[site] = sum(n for s, n in counts.items() if s == site or s.startswith(inside))
+    found = [(site, n) for site, n in resets.most_common() if n]
+    if found:
+        tr.write_line(
+            "not learned, as code reads them itself (a test counting their entries would "
+            "see other tests' entries; `keep` in [tool.isolator] shares them where that is "
+            "safe): " + ", ".join(f"{site} ({n} resets)" for site, n in found[:_TOP])
         )
 
 

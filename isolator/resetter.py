@@ -382,6 +382,9 @@ class Resetter:
         self.test_code: set[str] = set()  # set by start()
         # Bounded memo caches emptied with entries from the baseline (site, how many).
         self.emptied: list[tuple[str, int]] = []
+        # Memo sites not learned because code reads them itself (see _observed), in the
+        # order found: the summary names them, with what `keep` would do.
+        self.observed_memos: dict[str, None] = {}
         self.swapped: list[types.ModuleType] = []
         self.frames: list[Frame] = []
         self.threads: set[threading.Thread] = set()
@@ -1054,14 +1057,14 @@ class Resetter:
                 # that is not there yet makes the load when read.
                 name = f"{owner}:{k}"
                 if k in snap:
-                    return self._may_learn(name, need_writer=True) and not self._observed(name)
+                    return self._may_learn(name, need_writer=True) and not self._seen_by_code(name)
                 return self._may_learn(name)
             if klass:
                 if k in snap:
                     name = f"{site}.{k}"
-                    return self._may_learn(name, need_writer=True) and not self._observed(name)
+                    return self._may_learn(name, need_writer=True) and not self._seen_by_code(name)
                 return self._may_learn(site)
-            return self._may_learn(site) and not self._observed(site)
+            return self._may_learn(site) and not self._seen_by_code(site)
 
         for k, v in added:
             if declared:
@@ -1381,6 +1384,13 @@ class Resetter:
                     return False
                 seen_writer = seen_writer or not in_test
         return seen_writer or not need_writer
+
+    def _seen_by_code(self, site: str) -> bool:
+        """:meth:`_observed`, noting a site it keeps from being learned."""
+        if self._observed(site):
+            self.observed_memos[site] = None
+            return True
+        return False
 
     def _observed(self, site: str, stats: bool = False) -> bool:
         """Whether project code, the tests included, looks at memo ``site`` itself, not

@@ -2179,6 +2179,38 @@ def test_counts_hits():
         assert kept.startswith("kept 1 memo entry") and "lib:_seen[2]" in kept, kept
 
 
+def test_the_summary_names_a_memo_not_learned_because_a_test_reads_it(
+    pytester: pytest.Pytester,
+) -> None:
+    # Babel's locale cache: one test looks into it, so no test shares its entries, and
+    # each test that loads a locale loads it again.  The summary says which memo, how
+    # often it was put back, and what `keep` would do.
+    pytester.makepyfile(
+        localedata="""
+_cache = {}
+def load(name):
+    if name not in _cache:
+        _cache[name] = {"name": name}
+    return _cache[name]
+""",
+        test_locales="""
+import localedata
+def test_1(): assert localedata.load("en")["name"] == "en"
+def test_2(): assert localedata.load("en")["name"] == "en"
+def test_3(): assert localedata.load("en")["name"] == "en"
+def test_only_what_it_loads():
+    localedata.load("de")
+    assert set(localedata._cache) == {"de"}
+""",
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(
+        ["not learned, as code reads them itself*: localedata:_cache (4 resets)"]
+    )
+    assert not any(line.startswith("kept ") for line in result.outlines)
+
+
 def test_a_test_modules_dict_filled_in_by_a_helper_is_not_learned(
     pytester: pytest.Pytester,
 ) -> None:
