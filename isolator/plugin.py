@@ -562,6 +562,7 @@ def _wrap_protocol(
     if self._progress is not None:
         self._progress.set(index)
     self._index += 1
+    r.test_module = _module_of(self.module_of, item)  # (begin_test hides memos from it)
     r.begin_test()
     try:
         return (yield)

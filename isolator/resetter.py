@@ -380,11 +380,17 @@ class Resetter:
         self.started = False
         self.project: set[str] = set()
         self.test_code: set[str] = set()  # set by start()
+        self.test_modules: set[str] = set()  # (test_code without the conftests)
         # Bounded memo caches emptied with entries from the baseline (site, how many).
         self.emptied: list[tuple[str, int]] = []
         # Memo sites not learned because code reads them itself (see _observed), in the
         # order found: the summary names them, with what `keep` would do.
         self.observed_memos: dict[str, None] = {}
+        # Dict memos that only test modules read themselves: site -> those modules.  Their
+        # entries are learned, and hidden from the tests of those modules (begin_test).
+        self._read_by_tests: dict[str, set[str]] = {}
+        # Learned entries of those dicts: site -> (the dict, its learned keys).
+        self._learned: dict[str, tuple[Any, set[Any]]] = {}
         self.swapped: list[types.ModuleType] = []
         self.frames: list[Frame] = []
         self.threads: set[threading.Thread] = set()
@@ -479,7 +485,8 @@ class Resetter:
         self._extra = list(extra_modules)
         # The test modules (those the collected tests are in) and conftests: their state
         # is the tests' data, never a memo to learn.
-        self.test_code = {getattr(m, "__name__", "") for m in extra_modules} | {
+        self.test_modules = {getattr(m, "__name__", "") for m in extra_modules}
+        self.test_code = self.test_modules | {
             n for n in self.project if n == "conftest" or n.endswith(".conftest")
         }
         self._set_tables(self._build_tables())
@@ -668,8 +675,20 @@ class Resetter:
         if not self.chained:
             self.probe_snaps[self._warnings_index] = self.probes[self._warnings_index].take()
         self.chained = False
+        if self._learned:
+            self._hide_learned()
         _modules.LOG.active = True
         self.files.active = True
+
+    def _hide_learned(self) -> None:
+        """Before a test of a module that reads a memo itself, take the entries learned
+        into it out (the test sees the memo as a fresh process shows it); the check after
+        the test puts them back with the rest of the baseline."""
+        name = getattr(self.test_module, "__name__", None)
+        for site, (live, keys) in self._learned.items():
+            if name in self._read_by_tests.get(site, ()):
+                for k in keys:
+                    live.pop(k, None)
 
     def end_test(self) -> None:
         # The test's library module writes (a chained test is not reset before the next).
@@ -1064,7 +1083,7 @@ class Resetter:
                     name = f"{site}.{k}"
                     return self._may_learn(name, need_writer=True) and not self._seen_by_code(name)
                 return self._may_learn(site)
-            return self._may_learn(site) and not self._seen_by_code(site)
+            return self._may_learn(site) and not self._seen_by_code(site, hide_ok=True)
 
         for k, v in added:
             if declared:
@@ -1079,6 +1098,8 @@ class Resetter:
             # What a kept entry holds is watched from now on (after the other watches of
             # this check: new ones go at the end of the table).
             self._kept_values.append((t, i, keep))
+        if not module and not klass and site in self._read_by_tests:
+            self._learned.setdefault(site, (live, set()))[1].update(k for k, _ in keep)
         for k, v in keep:
             snap[k] = v
             self.memo_kept.append(
@@ -1385,9 +1406,11 @@ class Resetter:
                 seen_writer = seen_writer or not in_test
         return seen_writer or not need_writer
 
-    def _seen_by_code(self, site: str) -> bool:
-        """:meth:`_observed`, noting a site it keeps from being learned."""
-        if self._observed(site):
+    def _seen_by_code(self, site: str, hide_ok: bool = False) -> bool:
+        """:meth:`_observed`, noting a site it keeps from being learned.  ``hide_ok``: a
+        dict memo that only test modules read is learned all the same, its entries hidden
+        from the tests of those modules."""
+        if self._observed(site) or (not hide_ok and site in self._read_by_tests):
             self.observed_memos[site] = None
             return True
         return False
@@ -1403,11 +1426,19 @@ class Resetter:
         key = (site, "<observed>", stats)
         got = self.memo_verdicts.get(key)
         if got is None:
-            got = self._find_observer(site, stats)
-            self.memo_verdicts[key] = self.memo_verdicts_new[key] = got
+            if not stats and site in self._read_by_tests:
+                return False
+            tests: set[str] = set()
+            got = self._find_observer(site, stats, None if stats else tests)
+            if got or not tests:
+                self.memo_verdicts[key] = self.memo_verdicts_new[key] = got
+            else:
+                # Read only by test modules: found again each run (which modules are
+                # the tests' is this run's), not kept with the verdicts.
+                self._read_by_tests[site] = tests
         return got
 
-    def _find_observer(self, site: str, stats: bool) -> bool:
+    def _find_observer(self, site: str, stats: bool, tests: set[str] | None = None) -> bool:
         owner = site.partition(":")[0]
         inside = (site + ".", site + "[")
         root = _last_name(site).encode()
@@ -1438,6 +1469,9 @@ class Resetter:
                 written = [w for w in code.writes if w == site or w.startswith(inside)]
                 if written and all(w in code.clears for w in written):
                     continue  # empties it first: sees what a fresh process shows
+                if tests is not None and name in self.test_modules:
+                    tests.add(name)  # only its tests are to see the memo unlearned
+                    break
                 return True
         return False
 

@@ -2116,9 +2116,11 @@ def test_memo_entries_are_not_learned_where_project_code_looks_at_the_memo_itsel
     # A learned entry is in the memo before a test computes it: a test that counts the
     # memo's entries, looks for a key in it, counts them through a function of the
     # memo's own module that reads it without filling it, or counts a functools cache's
-    # hits would see what a fresh process does not show (each of the last four tests
-    # passes alone).  Such memos are reset, not learned, in both runs; the memo no code
-    # looks at is, and a reader that only its own module calls (the lookup half of the
+    # hits would see what a fresh process does not show (each of those tests passes
+    # alone).  A memo read by project code (the module's own counter, a cache_info()
+    # call) is reset, not learned, in both runs; one read only by a test module is
+    # learned, and hidden from that module's tests; the memo no code looks at is
+    # learned, and a reader that only its own module calls (the lookup half of the
     # memo) is no such window.
     pytester.makepyfile(
         lib="""
@@ -2161,11 +2163,6 @@ def check():
 def test_1(): check()
 def test_2(): check()
 def test_3(): check()
-def test_counts_entries():
-    lib.name(4)
-    assert len(lib._names) == 1
-def test_looks_for_a_key():
-    assert 5 not in lib._names
 def test_counts_through_the_module():
     lib.sized(4)
     assert lib.cached_count() == 1
@@ -2174,15 +2171,24 @@ def test_counts_hits():
     lib.square(3)
     assert lib.square.cache_info().hits == 1
 """,
+        test_look="""
+import lib
+def test_counts_entries():
+    lib.name(4)
+    assert len(lib._names) == 1
+def test_looks_for_a_key():
+    assert 5 not in lib._names
+""",
     )
     for kept in _kept_lines_of_two_runs(pytester, passed=7):
-        assert kept.startswith("kept 1 memo entry") and "lib:_seen[2]" in kept, kept
+        assert kept.startswith("kept 3 memo entries") and "lib:_seen[2]" in kept, kept
+        assert "lib:_names[5]" in kept and "_sizes" not in kept and "square" not in kept, kept
 
 
-def test_the_summary_names_a_memo_not_learned_because_a_test_reads_it(
+def test_the_summary_names_a_memo_not_learned_because_project_code_reads_it(
     pytester: pytest.Pytester,
 ) -> None:
-    # Babel's locale cache: one test looks into it, so no test shares its entries, and
+    # A locale cache that a project helper looks into: no test shares its entries, and
     # each test that loads a locale loads it again.  The summary says which memo, how
     # often it was put back, and what `keep` would do.
     pytester.makepyfile(
@@ -2193,14 +2199,19 @@ def load(name):
         _cache[name] = {"name": name}
     return _cache[name]
 """,
-        test_locales="""
+        peek="""
 import localedata
+def loaded():
+    return set(localedata._cache)
+""",
+        test_locales="""
+import localedata, peek
 def test_1(): assert localedata.load("en")["name"] == "en"
 def test_2(): assert localedata.load("en")["name"] == "en"
 def test_3(): assert localedata.load("en")["name"] == "en"
 def test_only_what_it_loads():
     localedata.load("de")
-    assert set(localedata._cache) == {"de"}
+    assert peek.loaded() == {"de"}
 """,
     )
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
@@ -2209,6 +2220,45 @@ def test_only_what_it_loads():
         ["not learned, as code reads them itself*: localedata:_cache (4 resets)"]
     )
     assert not any(line.startswith("kept ") for line in result.outlines)
+
+
+def test_a_memo_only_a_test_module_reads_is_learned_and_hidden_from_that_modules_tests(
+    pytester: pytest.Pytester,
+) -> None:
+    # Babel's locale cache again, its reader in a test module of its own: the entries the
+    # other tests compute are learned, and the reader's tests see the cache as a fresh
+    # process shows it (here: only what they load).  Both runs, the second keeping the
+    # entry at first sight.
+    pytester.makepyfile(
+        localedata="""
+_cache = {}
+def load(name):
+    if name not in _cache:
+        _cache[name] = {"name": name}
+    return _cache[name]
+""",
+        test_loads="""
+import localedata
+def test_1(): assert localedata.load("en")["name"] == "en"
+def test_2(): assert localedata.load("en")["name"] == "en"
+def test_3(): assert localedata.load("en")["name"] == "en"
+""",
+        test_peek="""
+import localedata
+def test_only_what_it_loads():
+    localedata.load("de")
+    assert set(localedata._cache) == {"de"}
+def test_nothing_loaded():
+    assert localedata._cache == {}
+""",
+        test_zlast="""
+import localedata
+def test_en_still_there():
+    assert localedata.load("en")["name"] == "en"
+""",
+    )
+    for kept in _kept_lines_of_two_runs(pytester, passed=6):
+        assert kept.startswith("kept 1 memo entry") and "localedata:_cache['en']" in kept, kept
 
 
 def test_a_test_modules_dict_filled_in_by_a_helper_is_not_learned(
