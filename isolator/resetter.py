@@ -383,9 +383,11 @@ class Resetter:
         self.test_modules: set[str] = set()  # (test_code without the conftests)
         # Bounded memo caches emptied with entries from the baseline (site, how many).
         self.emptied: list[tuple[str, int]] = []
-        # Memo sites not learned because code reads them itself (see _observed), in the
-        # order found: the summary names them, with what `keep` would do.
+        # Memo sites not learned because code reads them itself (see _observed), once an
+        # entry was recomputed the same, in the order found: the summary names them, with
+        # what `keep` would do.
         self.observed_memos: dict[str, None] = {}
+        self._observed_pending: dict[str, None] = {}  # not learned, not yet recomputed
         # Dict memos that only test modules read themselves: site -> those modules.  Their
         # entries are learned, and hidden from the tests of those modules (begin_test).
         self._read_by_tests: dict[str, set[str]] = {}
@@ -1138,6 +1140,11 @@ class Resetter:
             if name is not None:
                 self.memo_verified.setdefault(site, set()).add(name)
             return True
+        if site in self._observed_pending and same_value(seen[0], v):
+            # A memo code reads itself, recomputed the same: worth naming in the summary
+            # (a registry of what tests define is not).
+            self.observed_memos[site] = None
+            del self._observed_pending[site]
         self.memo[key] = (v, 0, seen[2] + 1)
         return False
 
@@ -1411,7 +1418,8 @@ class Resetter:
         dict memo that only test modules read is learned all the same, its entries hidden
         from the tests of those modules."""
         if self._observed(site) or (not hide_ok and site in self._read_by_tests):
-            self.observed_memos[site] = None
+            if site not in self.observed_memos:
+                self._observed_pending[site] = None
             return True
         return False
 
