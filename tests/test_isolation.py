@@ -2185,6 +2185,22 @@ def test_looks_for_a_key():
         assert "lib:_names[5]" in kept and "_sizes" not in kept and "square" not in kept, kept
 
 
+# A locale cache filled on first use (Babel's localedata), and tests that load a locale.
+_LOCALEDATA = """
+_cache = {}
+def load(name):
+    if name not in _cache:
+        _cache[name] = {"name": name}
+    return _cache[name]
+"""
+_LOADERS = """
+import localedata
+def test_1(): assert localedata.load("en")["name"] == "en"
+def test_2(): assert localedata.load("en")["name"] == "en"
+def test_3(): assert localedata.load("en")["name"] == "en"
+"""
+
+
 def test_the_summary_names_a_memo_not_learned_because_project_code_reads_it(
     pytester: pytest.Pytester,
 ) -> None:
@@ -2192,23 +2208,15 @@ def test_the_summary_names_a_memo_not_learned_because_project_code_reads_it(
     # each test that loads a locale loads it again.  The summary says which memo, how
     # often it was put back, and what `keep` would do.
     pytester.makepyfile(
-        localedata="""
-_cache = {}
-def load(name):
-    if name not in _cache:
-        _cache[name] = {"name": name}
-    return _cache[name]
-""",
+        localedata=_LOCALEDATA,
         peek="""
 import localedata
 def loaded():
     return set(localedata._cache)
 """,
-        test_locales="""
-import localedata, peek
-def test_1(): assert localedata.load("en")["name"] == "en"
-def test_2(): assert localedata.load("en")["name"] == "en"
-def test_3(): assert localedata.load("en")["name"] == "en"
+        test_locales="import peek\n"
+        + _LOADERS
+        + """
 def test_only_what_it_loads():
     localedata.load("de")
     assert peek.loaded() == {"de"}
@@ -2230,19 +2238,8 @@ def test_a_memo_only_a_test_module_reads_is_learned_and_hidden_from_that_modules
     # process shows it (here: only what they load).  Both runs, the second keeping the
     # entry at first sight.
     pytester.makepyfile(
-        localedata="""
-_cache = {}
-def load(name):
-    if name not in _cache:
-        _cache[name] = {"name": name}
-    return _cache[name]
-""",
-        test_loads="""
-import localedata
-def test_1(): assert localedata.load("en")["name"] == "en"
-def test_2(): assert localedata.load("en")["name"] == "en"
-def test_3(): assert localedata.load("en")["name"] == "en"
-""",
+        localedata=_LOCALEDATA,
+        test_loads=_LOADERS,
         test_peek="""
 import localedata
 def test_only_what_it_loads():
