@@ -562,7 +562,8 @@ def _wrap_protocol(
     if self._progress is not None:
         self._progress.set(index)
     self._index += 1
-    r.test_module = _module_of(self.module_of, item)  # (begin_test hides memos from it)
+    mod = _module_of(self.module_of, item)
+    r.test_module = mod  # (begin_test hides memos from it; the check judges with it)
     r.begin_test()
     try:
         return (yield)
@@ -573,7 +574,6 @@ def _wrap_protocol(
         else:
             t0 = time.perf_counter()
             scope = None
-            mod = _module_of(self.module_of, item)
             # Items of one parent node share their module (most neighbours in a run).
             same = nextitem is not None and (
                 nextitem.parent is item.parent or _module_of(self.module_of, nextitem) is mod
@@ -581,7 +581,6 @@ def _wrap_protocol(
             if mod is not None and same:
                 # Within a test module only the state it can reach; at the boundary, all.
                 scope = r.scope_for(str(getattr(mod, "__name__", "")), self.conftests)
-            r.test_module = mod
             fake = None
             if self._fake_patcher is not None:
                 fake = _interop.paused_patcher(self._fake_patcher)
