@@ -1009,6 +1009,10 @@ class UnloadedFinder:
         path = None
         if parent_name:
             parent = sys.modules.get(parent_name)
+            if parent is None and self.bring_back(parent_name):
+                # As the import system imports a package before its submodule (a module
+                # first imported beside an imported package: http.client after http).
+                parent = sys.modules.get(parent_name)
             path = getattr(parent, "__path__", None)
             if path is None:
                 return False

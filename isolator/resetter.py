@@ -403,7 +403,10 @@ class Resetter:
         self._last_scope: tuple[object, str, Scope | None] = (None, "", None)
         # Higher-scoped fixtures' values that hold state: fixture key -> table key.
         self._value_tables: dict[int, str] = {}
-        self.reset_counts: Counter[str] = Counter()
+        self._reset_counts: Counter[str] = Counter()
+        # The sites reset since the counts were last brought up to date: counted in
+        # batches (Counter.update costs microseconds of Python on every call).
+        self._resets: list[str] = []
         self.opaque_reported: set[str] = set()
         self.learn_memo = learn_memo
         self.chained = False  # the previous test kept its state for the next one
@@ -806,8 +809,20 @@ class Resetter:
             files.spawned = False
             self._check_children(out)
         if out.reset:
-            self.reset_counts.update(out.reset)  # counted in C
+            resets = self._resets
+            resets += out.reset
+            if len(resets) > 4096:
+                self._reset_counts.update(resets)  # counted in C
+                resets.clear()
         return out
+
+    @property
+    def reset_counts(self) -> Counter[str]:
+        """How often each site was reset so far."""
+        if self._resets:
+            self._reset_counts.update(self._resets)
+            self._resets.clear()
+        return self._reset_counts
 
     def _reset_table(
         self,
