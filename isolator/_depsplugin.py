@@ -132,6 +132,14 @@ def _scoped_fixturedefs(item: pytest.Item) -> list[Any]:
     return out
 
 
+def _is_doctest(item: pytest.Item) -> bool:
+    try:
+        from _pytest.doctest import DoctestItem
+    except ImportError:  # pragma: no cover - pytest without its doctest plugin module
+        return False
+    return isinstance(item, DoctestItem)
+
+
 class _AliveFixtures:
     """Higher-scoped fixtures set up since the last full teardown, and where they live.
 
@@ -312,6 +320,10 @@ class Recording(_Reports):
         for fd in _scoped_fixturedefs(item):
             for site, where in self.fixture_writes.get(id(fd), {}).items():
                 scoped.setdefault(site, where)
+        if _is_doctest(item):
+            # pytest copies doctest_namespace into every doctest's globals (library code,
+            # not traced).
+            reads.add("<fixture>:doctest_namespace")
         recorded = item.stash.get(WRITES_KEY, None)
         writes: dict[str, str] = dict.fromkeys(recorded or (), "")
         if got is not None:

@@ -63,6 +63,8 @@ _getcwd = os.getcwd
 _abspath = os.path.abspath
 _join = os.path.join
 _fspath = os.fspath
+_isfile = os.path.isfile  # (not the recording run's wrappers, which note file reads)
+_isdir = os.path.isdir
 
 _MODNAME_CHARS: Final = frozenset(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_."
@@ -251,6 +253,8 @@ class CodeClassifier:
         self._globals: dict[str, dict[str, Any]] = {}
         self._globals_len = -1
         self._canon_len = -1
+        # "pkg.sub" -> what _submodule_dirs found for it (see _submodule_reads).
+        self._submodules: dict[str, list[str] | None] = {}
         self.empty = CodeInfo(frozenset(), frozenset())
 
     def set_static(self, static: Mapping[str, StaticAccess]) -> None:
@@ -434,6 +438,31 @@ class CodeClassifier:
         self._canon = {i: site for i, (_r, _n, site) in best.items()}
         self._canon_len = len(sys.modules)
 
+    def _submodule_reads(
+        self, package: str, paths: Any, names: frozenset[str], reads: set[str]
+    ) -> None:
+        """The package's submodules that the code's attribute names reach, bound or not
+        (``pkg.sub.mod.X`` after ``import pkg``): the code reads them through the package,
+        so it depends on whichever earlier test imported them.  Found among the files in
+        the package's directories (once per name)."""
+        try:
+            todo = [(package, [p for p in paths if isinstance(p, str)], 0)]
+        except TypeError:
+            return  # a __path__ that is no iterable
+        while todo:
+            name, dirs, depth = todo.pop()
+            for attr in names:
+                full = f"{name}.{attr}"
+                if full in self._submodules:
+                    found = self._submodules[full]
+                else:
+                    found = self._submodules[full] = _submodule_dirs(dirs, attr)
+                if found is None:
+                    continue
+                reads.add("<sys.modules>:" + full)
+                if found and depth < _SUBMODULE_DEPTH:
+                    todo.append((full, found, depth + 1))
+
     def _dynamic(
         self, code: types.CodeType, g: dict[str, Any], reads: set[str], touched: _Touched
     ) -> None:
@@ -514,6 +543,9 @@ class CodeClassifier:
                         _logger_use(val, names, attr, reads, touched)
                     elif val is not None and _holds_state(val):
                         reads.add(self._canonical(val) or f"{obj.__name__}:{attr}")
+                paths = d.get("__path__")
+                if paths is not None:
+                    self._submodule_reads(mod, paths, names, reads)
             elif mod.partition(".")[0] not in _NO_ATTR_MODULES:
                 d = obj.__dict__
                 for attr in names:
@@ -641,6 +673,27 @@ def _logger_use(
 
 def _add_module_chain(name: str, reads: set[str]) -> None:
     reads.add("<sys.modules>:" + name)
+
+
+_SUBMODULE_DEPTH: Final = 8
+
+
+def _submodule_dirs(dirs: list[str], attr: str) -> list[str] | None:
+    """Whether ``attr`` names a submodule in the package directories ``dirs``: None if
+    not, [] for a module file, the subpackage's directories for a package."""
+    if not attr.isidentifier():
+        return None
+    sub: list[str] = []
+    plain = False
+    for d in dirs:
+        where = _join(d, attr)
+        if _isfile(where + ".py"):
+            plain = True
+        elif _isdir(where) and not attr.startswith("__"):
+            sub.append(where)  # a package, or a namespace package's portion
+    if sub:
+        return sub
+    return [] if plain else None
 
 
 # ------------------------------------------------------------------------ stdlib hooks

@@ -250,6 +250,65 @@ def test_unknown_node_id_is_a_one_line_error(tmp_path: Path) -> None:
     assert not (suite / ".isolator" / "deps.json").exists()
 
 
+HIDDEN_SETTERS = {
+    # A submodule one test imports, that another reaches through its package only.
+    "pkg/__init__.py": "",
+    "pkg/sub/__init__.py": "",
+    "pkg/sub/mod.py": "X = 42\n",
+    "tests/test_chain.py": """
+        import pkg
+
+        def test_imports_submodule():
+            import pkg.sub.mod
+            assert pkg.sub.mod.X == 42
+
+        def test_uses_chain():
+            assert pkg.sub.mod.X == 42
+    """,
+    # doctest_namespace filled by a function fixture that the docs' doctests do not get.
+    "tests/conftest.py": """
+        import pytest
+
+        @pytest.fixture(autouse=True)
+        def add_helper(doctest_namespace):
+            doctest_namespace["helper"] = 7
+    """,
+    "docs/guide.txt": """
+        >>> helper * 6
+        42
+    """,
+}
+
+
+def test_setters_through_a_submodule_chain_and_doctest_namespace(tmp_path: Path) -> None:
+    # Both brittle tests pass in declared order only after their setter: the setter of
+    # the first reaches it through code no test reads by name, the second's through
+    # pytest's own doctest set-up.
+    suite = write_suite(tmp_path / "hidden", HIDDEN_SETTERS)
+    args = ["--doctest-glob=*.txt", "tests", "docs", *QUIET]
+    proc = isolator(suite, "deps", "--format", "json", "--output", "o.json", *args)
+    assert proc.returncode == 0, proc.stderr
+    no_traceback(proc)
+    doc = json.loads((suite / "o.json").read_text())
+    found = {(d["source"], d["target"], d["kind"]): d["state"]
+             for d in doc["dependencies"] if d["confirmed"]}  # fmt: skip
+    chain = ("tests/test_chain.py::test_imports_submodule", "tests/test_chain.py::test_uses_chain")
+    assert found.pop((*chain, "state-setter")) == ["<sys.modules>:pkg.sub",
+                                                    "<sys.modules>:pkg.sub.mod"]  # fmt: skip
+    # Each test of the tests directory gets the fixture, so each one sets the doctest up.
+    assert found and set(found) <= {(c, "docs/guide.txt::guide.txt", "state-setter") for c in chain}
+    assert all(state == ["<fixture>:doctest_namespace['helper']"] for state in found.values())
+    # The scheduler pulls each setter in when only its brittle test is selected.
+    for target in ("tests/test_chain.py::test_uses_chain", "docs/guide.txt"):
+        run = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "isolator", "--order=declared",
+             "--doctest-glob=*.txt", *QUIET, target],
+            cwd=suite, env=_orders.clean_env(), capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert "pulled in tests/test_chain.py::test_imports_submodule" in run.stdout, run.stdout
+
+
 LASTFAILED = {
     "tests/test_lf.py": """
         import os
