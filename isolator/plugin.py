@@ -52,7 +52,10 @@ WRITES_KEY: pytest.StashKey[list[str]] = pytest.StashKey()
 UNRESTORABLE_KEY: pytest.StashKey[list[tuple[str, str]]] = pytest.StashKey()
 FORK_FILE = "fork.json"
 MEMO_FILE = "memo.json"
-MEMO_SCHEMA = "isolator.memo/3"  # 3: verdicts with the memo-helper and effects rules
+MEMO_SCHEMA = "isolator.memo/4"  # 4: one section per code stamp (see _save_memo)
+# Sections kept in memo.json: runs of different subsets of the tests import different
+# project modules, so their code stamps differ; each keeps its own knowledge.
+MEMO_SECTIONS = 8
 
 
 def pytest_plugin_registered(plugin: object, manager: pytest.PytestPluginManager) -> None:
@@ -464,12 +467,8 @@ class IsolatorPlugin:
         except StoreError as exc:
             sys.stderr.write(f"isolator: ignoring {exc}\n")
             return
-        if (
-            not isinstance(data, dict)
-            or data.get("schema") != MEMO_SCHEMA
-            or data.get("code") != self.memo_code
-            or not isinstance(data.get("sites"), dict)
-        ):
+        data = _memo_section(data, self.memo_code)
+        if data is None:
             return
         r.memo_prior = {
             str(site): {str(k) for k in keys}
@@ -506,26 +505,29 @@ class IsolatorPlugin:
 
         def add(current: Any) -> dict[str, Any]:
             # What other workers of this run (same code) saved meanwhile is kept too.
-            if (
-                isinstance(current, dict)
-                and current.get("schema") == MEMO_SCHEMA
-                and current.get("code") == code
-                and isinstance(current.get("sites"), dict)
-            ):
-                for site, keys in current["sites"].items():
+            mine = _memo_section(current, code)
+            if mine is not None:
+                for site, keys in mine["sites"].items():
                     if isinstance(keys, list):
                         sites.setdefault(str(site), set()).update(str(k) for k in keys)
-                found = current.get("verdicts")
+                found = mine.get("verdicts")
                 for v in found if isinstance(found, list) else ():
                     if isinstance(v, list) and len(v) == 4:
                         verdicts.setdefault((str(v[0]), str(v[1]), bool(v[2])), bool(v[3]))
-            return {
-                "schema": MEMO_SCHEMA,
+            section = {
                 "code": code,
                 "sites": {site: sorted(keys) for site, keys in sorted(sites.items())},
                 # The static pass's verdicts on learning (see Resetter._may_learn).
                 "verdicts": [[*key, ok] for key, ok in sorted(verdicts.items())],
             }
+            # This code's section first, then the others most recent first (a run of one
+            # test file does not make the next run of the whole suite learn again).
+            others = [
+                sec
+                for sec in (current.get("sections") if _memo_file(current) else None) or ()
+                if isinstance(sec, dict) and sec.get("code") != code
+            ]
+            return {"schema": MEMO_SCHEMA, "sections": [section, *others][:MEMO_SECTIONS]}
 
         try:
             update_json(self.store / MEMO_FILE, add)
@@ -550,6 +552,24 @@ class IsolatorPlugin:
             update_json(self.store / FORK_FILE, add)
         except OSError as exc:
             sys.stderr.write(f"isolator: cannot write {self.store / FORK_FILE}: {exc}\n")
+
+
+def _memo_file(data: Any) -> bool:
+    return (
+        isinstance(data, dict)
+        and data.get("schema") == MEMO_SCHEMA
+        and isinstance(data.get("sections"), list)
+    )
+
+
+def _memo_section(data: Any, code: str) -> dict[str, Any] | None:
+    """The section of memo.json for the code stamp ``code`` (see Resetter.code_stamp)."""
+    if not _memo_file(data):
+        return None
+    for sec in data["sections"]:
+        if isinstance(sec, dict) and sec.get("code") == code and isinstance(sec.get("sites"), dict):
+            return sec
+    return None
 
 
 def _wrap_protocol(

@@ -1571,7 +1571,8 @@ def test_8():
     # The verdicts are kept for the next run of the same code, which needs no static pass
     # and judges the same.
     memo = json.loads((pytester.path / ".isolator" / "memo.json").read_text())
-    verdicts = {(site, os.path.basename(where)): ok for site, where, _, ok in memo["verdicts"]}
+    (section,) = memo["sections"]
+    verdicts = {(site, os.path.basename(where)): ok for site, where, _, ok in section["verdicts"]}
     assert verdicts[("pkg:FLAGS", "test_flags.py")] is False
     assert verdicts[("pkg:FLAGS", "test_setter.py")] is False
     assert verdicts[("pkg:_squares", "test_memo.py")] is True
@@ -1583,6 +1584,17 @@ def test_8():
     assert "pkg.py" in analysed
     again = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
     again.assert_outcomes(passed=8)
+    assert "(learn_memo; 1 as in an earlier run of the same code)" in again.stdout.str()
+    # A run of one file imports other project modules (another code stamp): it learns on
+    # its own, and the whole suite's knowledge stays for the next run of the whole suite.
+    one = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator", "test_memo.py")
+    one.assert_outcomes(passed=2)
+    assert "as in an earlier run" not in one.stdout.str()
+    memo = json.loads((pytester.path / ".isolator" / "memo.json").read_text())
+    assert len(memo["sections"]) == 2
+    again = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    again.assert_outcomes(passed=8)
+    assert "(learn_memo; 1 as in an earlier run of the same code)" in again.stdout.str()
 
 
 def test_lazily_loaded_globals_and_memo_entries_beside_new_ones_are_kept(
