@@ -50,10 +50,12 @@ _KEEP_PREFIXES: Final = (
     "execnet",
     "coverage",
     "encodings",
-    "py",
     "_hypothesis",
     "hypothesis",
 )
+# Never unloaded either, by exact name: the old ``py`` library (a prefix would keep pytz,
+# pygments and every other ``py...`` package).
+_KEEP_NAMES: Final = frozenset({"py"})
 
 _RUNNER_PREFIXES: Final = ("_pytest", "pytest", "pluggy", "isolator", "xdist", "execnet")
 
@@ -833,6 +835,10 @@ class UnloadedFinder:
         self.from_c: set[str] = set()
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name.startswith(_RUNNER_PREFIXES):
+            # The test runner's own modules (pytest's, isolator's: imported on first use
+            # while a test runs) are never unloaded: nothing to capture or bring back.
+            return None
         if self._finding and name not in self.cache:
             # A finder we asked is importing something of its own (six's lazy modules
             # import the module they stand for while making their spec): only a module
@@ -1370,7 +1376,12 @@ class ModulesProbe:
             if (
                 isinstance(m, types.ModuleType)
                 and getattr(m, "__spec__", None) is not None
-                and (top in families or is_extension(m) or top.startswith(_KEEP_PREFIXES))
+                and (
+                    top in families
+                    or is_extension(m)
+                    or top.startswith(_KEEP_PREFIXES)
+                    or top in _KEEP_NAMES
+                )
             ):
                 if top not in families and is_extension(m):
                     families.add(top)

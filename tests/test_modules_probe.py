@@ -229,6 +229,35 @@ def test_second():
     result.assert_outcomes(passed=3)
 
 
+def test_a_library_whose_name_starts_like_a_runner_module_is_unloaded_too(
+    pytester: pytest.Pytester,
+) -> None:
+    # The test runner's own modules stay loaded (``py``, ``pytest``...); a library named
+    # ``pyhelper`` is a library like any other: a fresh process does not have it.
+    lib = pytester.mkdir("lib")
+    (lib / "pyhelper.py").write_text("VALUE = 1\n")
+    proj = pytester.mkdir("proj")
+    (proj / "conftest.py").write_text(f"import sys\nsys.path.insert(0, {str(lib)!r})\n")
+    (proj / "test_lib.py").write_text(
+        """
+import sys
+
+def test_first():
+    import pyhelper
+    assert pyhelper.VALUE == 1
+
+def test_fresh():
+    assert "pyhelper" not in sys.modules
+
+def test_again():
+    import pyhelper
+    assert pyhelper.VALUE == 1
+"""
+    )
+    result = _run(pytester, "--rootdir", str(proj), str(proj / "test_lib.py"))
+    result.assert_outcomes(passed=3)
+
+
 def test_a_module_a_finder_imports_while_finding_comes_back_as_itself(
     pytester: pytest.Pytester,
 ) -> None:
