@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,21 @@ def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest_subprocess(
         "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal", *args
     )
+
+
+def _lib_project(
+    pytester: pytest.Pytester, lib_files: dict[str, str], conftest: str = ""
+) -> tuple[Path, Path]:
+    """A library directory outside the rootdir, put on sys.path by the conftest of a
+    project directory (plus ``conftest``'s lines); returns (library, project)."""
+    lib = pytester.mkdir("lib")
+    for name, text in lib_files.items():
+        path = lib / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    proj = pytester.mkdir("proj")
+    (proj / "conftest.py").write_text(f"import sys\nsys.path.insert(0, {str(lib)!r})\n{conftest}")
+    return lib, proj
 
 
 def test_a_replaced_entry_comes_back_even_when_the_count_is_unchanged(
@@ -146,17 +162,15 @@ def test_a_library_module_whose_import_has_effects_is_imported_anew(
     # would skip them: it must be executed again, as in a fresh process), ``quiet`` only
     # defines things (it comes back as the same object, and its import is not executed
     # twice). The warning names the importing test file, as without isolator.
-    lib = pytester.mkdir("lib")
-    (lib / "chatty.py").write_text(
-        "import logging, warnings\n"
-        "logging.getLogger('chatty').setLevel(logging.ERROR)\n"
-        "warnings.warn('chatty is deprecated', DeprecationWarning, stacklevel=2)\n"
+    _, proj = _lib_project(
+        pytester,
+        {
+            "chatty.py": "import logging, warnings\n"
+            "logging.getLogger('chatty').setLevel(logging.ERROR)\n"
+            "warnings.warn('chatty is deprecated', DeprecationWarning, stacklevel=2)\n",
+            "quiet.py": "import sys\nsys.quiet_runs = getattr(sys, 'quiet_runs', 0) + 1\n",
+        },
     )
-    (lib / "quiet.py").write_text(
-        "import sys\nsys.quiet_runs = getattr(sys, 'quiet_runs', 0) + 1\n"
-    )
-    proj = pytester.mkdir("proj")
-    (proj / "conftest.py").write_text(f"import sys\nsys.path.insert(0, {str(lib)!r})\n")
     body = """
 import logging
 import sys
@@ -190,19 +204,16 @@ def test_the_modules_a_reinstated_module_imported_come_back_in_import_order(
     # the outer one pure): ``leaf`` comes back too, the same object, bound on its
     # package, before ``top`` in sys.modules (as a first import orders them); and a test
     # that imports neither finds neither, as in a fresh process.
-    lib = pytester.mkdir("lib")
-    pkg = lib / "libpkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "leaf.py").write_text(
-        "import sys\nsys.leaf_runs = getattr(sys, 'leaf_runs', 0) + 1\nVALUE = 42\n"
+    _, proj = _lib_project(
+        pytester,
+        {
+            "libpkg/__init__.py": "",
+            "libpkg/leaf.py": "import sys\nsys.leaf_runs = getattr(sys, 'leaf_runs', 0) + 1\n"
+            "VALUE = 42\n",
+            "libpkg/top.py": "import sys\nfrom libpkg import leaf\nDOUBLE = leaf.VALUE * 2\n"
+            "sys.top_runs = getattr(sys, 'top_runs', 0) + 1\n",
+        },
     )
-    (pkg / "top.py").write_text(
-        "import sys\nfrom libpkg import leaf\nDOUBLE = leaf.VALUE * 2\n"
-        "sys.top_runs = getattr(sys, 'top_runs', 0) + 1\n"
-    )
-    proj = pytester.mkdir("proj")
-    (proj / "conftest.py").write_text(f"import sys\nsys.path.insert(0, {str(lib)!r})\n")
     (proj / "test_lib.py").write_text(
         """
 import sys
@@ -234,10 +245,7 @@ def test_a_library_whose_name_starts_like_a_runner_module_is_unloaded_too(
 ) -> None:
     # The test runner's own modules stay loaded (``py``, ``pytest``...); a library named
     # ``pyhelper`` is a library like any other: a fresh process does not have it.
-    lib = pytester.mkdir("lib")
-    (lib / "pyhelper.py").write_text("VALUE = 1\n")
-    proj = pytester.mkdir("proj")
-    (proj / "conftest.py").write_text(f"import sys\nsys.path.insert(0, {str(lib)!r})\n")
+    _, proj = _lib_project(pytester, {"pyhelper.py": "VALUE = 1\n"})
     (proj / "test_lib.py").write_text(
         """
 import sys
@@ -714,12 +722,10 @@ def test_a_library_module_under_two_names_is_reset_once_and_stays_reset(
     # A library module bound under a second name in sys.modules (as collections.abc is
     # _collections_abc): each test that rebinds one of its names must find it as the
     # baseline had it, however many tests wrote it before.
-    lib = pytester.mkdir("lib")
-    (lib / "twice.py").write_text("VALUE = 'original'\n")
-    proj = pytester.mkdir("proj")
-    (proj / "conftest.py").write_text(
-        f"import sys\nsys.path.insert(0, {str(lib)!r})\n"
-        "import twice\nsys.modules['twice_alias'] = twice\n"
+    _, proj = _lib_project(
+        pytester,
+        {"twice.py": "VALUE = 'original'\n"},
+        "import twice\nsys.modules['twice_alias'] = twice\n",
     )
     tests = "\n".join(
         f"def test_{i}():\n"
