@@ -297,7 +297,8 @@ def test_setters_through_a_submodule_chain_and_doctest_namespace(tmp_path: Path)
                                                     "<sys.modules>:pkg.sub.mod"]  # fmt: skip
     # Each test of the tests directory gets the fixture, so each one sets the doctest up.
     assert found and set(found) <= {(c, "docs/guide.txt::guide.txt", "state-setter") for c in chain}
-    assert all(state == ["<fixture>:doctest_namespace['helper']"] for state in found.values())
+    # (On 3.13 the setter that fails alone also imports _suggestions for its traceback.)
+    assert all("<fixture>:doctest_namespace['helper']" in state for state in found.values())
     # The scheduler pulls each setter in when only its brittle test is selected.
     for target in ("tests/test_chain.py::test_uses_chain", "docs/guide.txt"):
         run = subprocess.run(
