@@ -1019,6 +1019,10 @@ class UnloadedFinder:
                 # As the import system imports a package before its submodule (a module
                 # first imported beside an imported package: http.client after http).
                 parent = sys.modules.get(parent_name)
+                if self.cache.get(name) is not mod:
+                    # The package's own first import had imported this module: it came
+                    # back with it (concurrent.futures -> its .process submodule).
+                    return sys.modules.get(name) is mod
             path = getattr(parent, "__path__", None)
             if path is None:
                 return False

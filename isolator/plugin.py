@@ -51,6 +51,8 @@ MODES = ("none", "minimal", "full", "fork")
 WRITES_KEY: pytest.StashKey[list[str]] = pytest.StashKey()
 UNRESTORABLE_KEY: pytest.StashKey[list[tuple[str, str]]] = pytest.StashKey()
 FORK_FILE = "fork.json"
+# Read through the original: a test may leave time frozen (freezegun patches the module).
+_perf_counter = time.perf_counter
 MEMO_FILE = "memo.json"
 MEMO_SCHEMA = "isolator.memo/4"  # 4: one section per code stamp (see _save_memo)
 # Sections kept in memo.json: runs of different subsets of the tests import different
@@ -592,7 +594,7 @@ def _wrap_protocol(
         if self.keep_state_after and item.nodeid in self.keep_state_after:
             r.chained = True
         else:
-            t0 = time.perf_counter()
+            t0 = _perf_counter()
             scope = None
             # Items of one parent node share their module (most neighbours in a run).
             same = nextitem is not None and (
@@ -611,7 +613,7 @@ def _wrap_protocol(
             finally:
                 if fake is not None:
                     fake.pause()
-            self.overhead += time.perf_counter() - t0
+            self.overhead += _perf_counter() - t0
             self.tests += 1
             if out.writes:
                 self.dirty_tests += 1
@@ -718,22 +720,22 @@ class _ProtocolWrapper:
             return (yield)
         from isolator import _modules
 
-        t0 = time.perf_counter()
+        t0 = _perf_counter()
         _modules.collect_writes()
         marks = (len(_modules.LOG.entries), len(r.files.order))
         pre = r.probe_diffs()
-        core.overhead += time.perf_counter() - t0
+        core.overhead += _perf_counter() - t0
         value: object = None
         try:
             value = yield
             return value
         finally:
-            t0 = time.perf_counter()
+            t0 = _perf_counter()
             if r.push_scope(id(fixturedef), *marks, pre):
                 core.scoped.add(id(fixturedef))
             if r.watch_value(id(fixturedef), fixturedef.argname, value):
                 core.scoped.add(id(fixturedef))
-            core.overhead += time.perf_counter() - t0
+            core.overhead += _perf_counter() - t0
 
     def pytest_fixture_post_finalizer(
         self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest

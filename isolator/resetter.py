@@ -62,6 +62,7 @@ from isolator._state import (
 )
 
 _ISOLATOR_DIR = os.path.dirname(os.path.abspath(__file__))
+_monotonic = time.monotonic  # (the original: a test may leave time frozen)
 # Fixture values never walked for state: immutable atoms and the runner's own objects.
 _UNWATCHED_VALUES: Final = frozenset({str, bytes, int, float, bool, complex, tuple, frozenset})
 # A dict entry recomputed different this many times is not taken for a memo entry.
@@ -1725,8 +1726,8 @@ class Resetter:
         now = live_children()
         if now is None:
             return
-        deadline = time.monotonic() + 0.05
-        while any(pid not in self.children for pid in now) and time.monotonic() < deadline:
+        deadline = _monotonic() + 0.05
+        while any(pid not in self.children for pid in now) and _monotonic() < deadline:
             time.sleep(0.005)  # one that is exiting right now
             now = live_children() or {}
         for pid, name in sorted(now.items()):

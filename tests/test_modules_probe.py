@@ -266,6 +266,41 @@ def test_again():
     result.assert_outcomes(passed=3)
 
 
+def test_a_package_imported_after_its_submodule_comes_back_with_it(
+    pytester: pytest.Pytester,
+) -> None:
+    # The import system moves a package to the end of sys.modules once its __init__ has
+    # run, after the submodule that __init__ imported (multiprocessing and its .process):
+    # a module that imported both lists the submodule first. Bringing the submodule back
+    # brings its package back first, whose own import brings the submodule with it.
+    _, proj = _lib_project(
+        pytester,
+        {
+            "fam/__init__.py": "from fam import sub\n",
+            "fam/sub.py": "import sys\nsys.sub_runs = getattr(sys, 'sub_runs', 0) + 1\n",
+            "user.py": "import fam\nVALUE = fam.sub.__name__\n",
+        },
+    )
+    (proj / "test_lib.py").write_text(
+        """
+import sys
+
+def test_first():
+    import user
+    assert user.VALUE == "fam.sub" and sys.sub_runs == 1
+
+def test_fresh():
+    assert "fam" not in sys.modules and "fam.sub" not in sys.modules
+
+def test_again():
+    import user
+    assert user.fam.sub is sys.modules["fam.sub"] and sys.sub_runs == 1
+"""
+    )
+    result = _run(pytester, "--rootdir", str(proj), str(proj / "test_lib.py"))
+    result.assert_outcomes(passed=3)
+
+
 def test_a_module_a_finder_imports_while_finding_comes_back_as_itself(
     pytester: pytest.Pytester,
 ) -> None:
