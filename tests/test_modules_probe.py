@@ -31,6 +31,16 @@ def _lib_project(
     return lib, proj
 
 
+def _run_lib_tests(
+    pytester: pytest.Pytester, lib_files: dict[str, str], tests: str
+) -> pytest.RunResult:
+    """Run ``tests`` (a test module's source) in a project beside a library of
+    ``lib_files`` (see _lib_project)."""
+    _, proj = _lib_project(pytester, lib_files)
+    (proj / "test_lib.py").write_text(tests)
+    return _run(pytester, "--rootdir", str(proj), str(proj / "test_lib.py"))
+
+
 def test_a_replaced_entry_comes_back_even_when_the_count_is_unchanged(
     pytester: pytest.Pytester,
 ) -> None:
@@ -204,7 +214,7 @@ def test_the_modules_a_reinstated_module_imported_come_back_in_import_order(
     # the outer one pure): ``leaf`` comes back too, the same object, bound on its
     # package, before ``top`` in sys.modules (as a first import orders them); and a test
     # that imports neither finds neither, as in a fresh process.
-    _, proj = _lib_project(
+    result = _run_lib_tests(
         pytester,
         {
             "libpkg/__init__.py": "",
@@ -213,8 +223,6 @@ def test_the_modules_a_reinstated_module_imported_come_back_in_import_order(
             "libpkg/top.py": "import sys\nfrom libpkg import leaf\nDOUBLE = leaf.VALUE * 2\n"
             "sys.top_runs = getattr(sys, 'top_runs', 0) + 1\n",
         },
-    )
-    (proj / "test_lib.py").write_text(
         """
 import sys
 
@@ -234,9 +242,8 @@ def test_neither():
 
 def test_second():
     _check()
-"""
+""",
     )
-    result = _run(pytester, "--rootdir", str(proj), str(proj / "test_lib.py"))
     result.assert_outcomes(passed=3)
 
 
@@ -245,8 +252,9 @@ def test_a_library_whose_name_starts_like_a_runner_module_is_unloaded_too(
 ) -> None:
     # The test runner's own modules stay loaded (``py``, ``pytest``...); a library named
     # ``pyhelper`` is a library like any other: a fresh process does not have it.
-    _, proj = _lib_project(pytester, {"pyhelper.py": "VALUE = 1\n"})
-    (proj / "test_lib.py").write_text(
+    result = _run_lib_tests(
+        pytester,
+        {"pyhelper.py": "VALUE = 1\n"},
         """
 import sys
 
@@ -260,9 +268,8 @@ def test_fresh():
 def test_again():
     import pyhelper
     assert pyhelper.VALUE == 1
-"""
+""",
     )
-    result = _run(pytester, "--rootdir", str(proj), str(proj / "test_lib.py"))
     result.assert_outcomes(passed=3)
 
 
@@ -273,15 +280,13 @@ def test_a_package_imported_after_its_submodule_comes_back_with_it(
     # run, after the submodule that __init__ imported (multiprocessing and its .process):
     # a module that imported both lists the submodule first. Bringing the submodule back
     # brings its package back first, whose own import brings the submodule with it.
-    _, proj = _lib_project(
+    result = _run_lib_tests(
         pytester,
         {
             "fam/__init__.py": "from fam import sub\n",
             "fam/sub.py": "import sys\nsys.sub_runs = getattr(sys, 'sub_runs', 0) + 1\n",
             "user.py": "import fam\nVALUE = fam.sub.__name__\n",
         },
-    )
-    (proj / "test_lib.py").write_text(
         """
 import sys
 
@@ -295,9 +300,8 @@ def test_fresh():
 def test_again():
     import user
     assert user.fam.sub is sys.modules["fam.sub"] and sys.sub_runs == 1
-"""
+""",
     )
-    result = _run(pytester, "--rootdir", str(proj), str(proj / "test_lib.py"))
     result.assert_outcomes(passed=3)
 
 
