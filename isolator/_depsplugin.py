@@ -29,6 +29,7 @@ from collections.abc import Generator, Sequence
 from typing import IO, Any
 
 import pytest
+from _pytest.doctest import DoctestItem  # (pytest's own doctest items)
 
 RECORD_SCHEMA = "isolator.record/1"
 
@@ -133,10 +134,6 @@ def _scoped_fixturedefs(item: pytest.Item) -> list[Any]:
 
 
 def _is_doctest(item: pytest.Item) -> bool:
-    try:
-        from _pytest.doctest import DoctestItem
-    except ImportError:  # pragma: no cover - pytest without its doctest plugin module
-        return False
     return isinstance(item, DoctestItem)
 
 

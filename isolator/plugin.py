@@ -524,11 +524,8 @@ class IsolatorPlugin:
             }
             # This code's section first, then the others most recent first (a run of one
             # test file does not make the next run of the whole suite learn again).
-            others = [
-                sec
-                for sec in (current.get("sections") if _memo_file(current) else None) or ()
-                if isinstance(sec, dict) and sec.get("code") != code
-            ]
+            kept = current["sections"] if _memo_file(current) else []
+            others = [sec for sec in kept if isinstance(sec, dict) and sec.get("code") != code]
             return {"schema": MEMO_SCHEMA, "sections": [section, *others][:MEMO_SECTIONS]}
 
         try:
