@@ -9,7 +9,9 @@ keeps every type, every atomic value and every edge:
 
 * lists and tuples pair their items by position; dicts with keys found in both (by
   equality) pair the values; object attributes, ``__slots__`` and bound methods pair by
-  name; objects with state in C (dates, decimals, patterns) compare with their own ``==``;
+  name (a built-in method bound to an object, such as a compiled pattern's ``match``,
+  by its name and that object); objects with state in C (dates, decimals, patterns)
+  compare with their own ``==``;
 * the remaining items of sets and dicts (keys that are objects hashed by identity) pair
   by a structural signature, refined until the items part; items alike at every depth
   wait until other pairings tell them apart, and only then is one pairing guessed;
@@ -58,6 +60,7 @@ _IDENTITY: Final = (
 _CONTAINERS: Final = frozenset({dict, list, tuple, set, frozenset})
 # What an object's type makes the check do with it, found once per type (_Matcher.kind).
 _ATOM, _IDENT, _OBJECT, _OBJECT_DICT, _LEAF, _METHOD, _DICT, _LIST, _TUPLE, _SET = range(10)
+_BUILTIN: Final = 10  # a built-in function or method (not a container: no _SUBCLASS)
 _SUBCLASS: Final = 16  # added to a container's kind: its __dict__ and __slots__ pair too
 # Built-in types whose own ``__getattribute__`` answers ``__class__`` with the type.
 _HONEST: Final = frozenset({object, type, types.MethodType, *_ATOMS, *_CONTAINERS, *_IDENTITY})
@@ -261,6 +264,8 @@ class _Matcher:
         honest = all(c in _HONEST or not _answers_class(c) for c in t.__mro__)
         if isinstance(x, _ATOMS):
             k = _ATOM
+        elif isinstance(x, types.BuiltinFunctionType):
+            k = _BUILTIN
         elif isinstance(x, _IDENTITY):
             k = _IDENT
         elif isinstance(x, dict):
@@ -279,7 +284,7 @@ class _Matcher:
             k = _OBJECT_DICT
         else:
             k = _OBJECT
-        if k >= _DICT and t not in _CONTAINERS:
+        if _DICT <= k <= _SET and t not in _CONTAINERS:
             k += _SUBCLASS
         if honest:
             self.kinds[t] = k
@@ -318,6 +323,18 @@ class _Matcher:
             if x.__func__ is not y.__func__:
                 raise _NotSame
             return [(x.__self__, y.__self__)]
+        if k == _BUILTIN:
+            # Not one object: both must be bound to objects that pair (a function of a
+            # module such as ``len`` is one object wherever it is found).
+            sx, sy = x.__self__, y.__self__
+            if (
+                x.__name__ != y.__name__
+                or sx is None
+                or type(sx) is not type(sy)
+                or isinstance(sx, types.ModuleType)
+            ):
+                raise _NotSame
+            return [(sx, sy)]
         pairs: list[tuple[Any, Any]] = []
         if k != _OBJECT:
             if len(x) != len(y):
@@ -546,6 +563,11 @@ class _Matcher:
         if k == _ATOM:
             return hash((t, node))
         i = _addr(node)
+        if k == _BUILTIN:
+            owner = node.__self__
+            if owner is None or isinstance(owner, types.ModuleType):
+                return hash((t, i))
+            return hash((t, node.__name__, self.sig(owner, depth)))
         if k == _IDENT:
             if isinstance(node, type) and node.__flags__ & _HEAPTYPE:
                 return hash((t, node.__module__, node.__qualname__))  # twins sign alike

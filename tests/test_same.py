@@ -321,3 +321,22 @@ def test_compiled_patterns_from_the_same_source_and_flags_are_the_same() -> None
     assert same_value({"en": a}, {"en": b})
     assert not same_value({"en": a}, {"en": Pattern("(a|b)c", 0)})
     assert not same_value({"en": a}, {"en": Pattern("(a|b)d", 2)})
+
+
+def test_builtin_methods_pair_by_name_and_the_object_they_are_bound_to() -> None:
+    """A token table holding ``pattern.match`` (pygments' lexers): recompiled after the
+    pattern cache was emptied, each method is bound to a new, equal pattern."""
+    import re
+
+    first = {"root": [(re.compile(r"\d+").match, "num")]}
+    re.purge()
+    again = {"root": [(re.compile(r"\d+").match, "num")]}
+    assert first["root"][0][0] is not again["root"][0][0]
+    assert same_value(first, again)
+    assert not same_value(first, {"root": [(re.compile(r"\d+").search, "num")]})
+    assert not same_value(first, {"root": [(re.compile(r"\d*").match, "num")]})
+    # Bound to containers: those pair structurally; functions of a module by identity.
+    assert same_value([{1: 2}.get], [{1: 2}.get])
+    assert not same_value([{1: 2}.get], [{1: 3}.get])
+    assert same_value([len], [len])
+    assert not same_value([len], [abs])
