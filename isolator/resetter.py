@@ -1694,13 +1694,17 @@ class Resetter:
             self._file_cache.save()
 
     def code_stamp(self) -> str:
-        """What memo knowledge from another run is valid for: this interpreter, isolator's
-        own modules (whose verdicts they are) and the project's module files as they are
-        (path, size, modification time).  A memo entry recomputed the same by this code is
-        recomputed the same by it again."""
+        """What memo knowledge from another run is valid for: this interpreter and
+        environment, isolator's own modules (whose verdicts they are) and the project's
+        module files as they are (path, size, modification time).  A memo entry
+        recomputed the same by this code is recomputed the same by it again.  The
+        interpreter is named by the file it is, not by the name that started it (a
+        virtual environment's `python` and `python3`: `isolator run` starts through its
+        console script's shebang, `python -m pytest` through what the user typed)."""
         import hashlib
 
-        h = hashlib.sha256(f"{sys.version}\0{sys.executable}".encode())
+        exe = os.path.realpath(sys.executable)
+        h = hashlib.sha256(f"{sys.version}\0{sys.prefix}\0{exe}".encode())
         own = [os.path.join(d, f) for d in _OWN_DIRS for f in sorted(_py_files(d))]
         project = sorted(self.project - {"__main__"})  # (__main__: pytest's)
         for f in own + [getattr(sys.modules.get(name), "__file__", None) for name in project]:

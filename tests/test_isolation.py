@@ -2315,14 +2315,9 @@ def test_untouched():
         assert "kept " not in result.stdout.str()
 
 
-def test_memo_entries_verified_in_an_earlier_run_of_the_same_code_are_kept_at_once(
-    pytester: pytest.Pytester,
-) -> None:
-    # The first run computes the memo entry twice (the second computation is the evidence
-    # that it is a memo: recomputed the same) and stores that knowledge; a second run of
-    # the same code keeps the entry at first sight and computes it once; once the code
-    # changes, the knowledge is not used (two computations again).  Computations are
-    # counted on sys, which isolator never resets.
+def _grammar_memo_project(pytester: pytest.Pytester) -> None:
+    """A memo dict filled on first use by three tests; the summary prints how many times
+    the entry was computed (counted on sys, which isolator never resets)."""
     pytester.makeconftest(
         """
         import sys
@@ -2356,6 +2351,16 @@ def test_memo_entries_verified_in_an_earlier_run_of_the_same_code_are_kept_at_on
             assert len(memo.grammar((3, 11))["rules"]) == 5
         """,
     )
+
+
+def test_memo_entries_verified_in_an_earlier_run_of_the_same_code_are_kept_at_once(
+    pytester: pytest.Pytester,
+) -> None:
+    # The first run computes the memo entry twice (the second computation is the evidence
+    # that it is a memo: recomputed the same) and stores that knowledge; a second run of
+    # the same code keeps the entry at first sight and computes it once; once the code
+    # changes, the knowledge is not used (two computations again).
+    _grammar_memo_project(pytester)
     first = _isolated(pytester)
     first.assert_outcomes(passed=3)
     first.stdout.fnmatch_lines(["*kept 1 memo entry*(learn_memo): memo:GRAMMARS*", "COMPUTED=2"])
@@ -2370,6 +2375,32 @@ def test_memo_entries_verified_in_an_earlier_run_of_the_same_code_are_kept_at_on
     third.assert_outcomes(passed=3)
     third.stdout.fnmatch_lines(["COMPUTED=2"])
     assert "earlier run" not in third.stdout.str()
+
+
+def test_memo_knowledge_is_shared_by_the_names_of_one_interpreter(
+    pytester: pytest.Pytester,
+) -> None:
+    # A virtual environment's `python` and `python3` are one interpreter: `isolator run`
+    # starts through its console script's shebang (often `python3`), `python -m pytest`
+    # through whichever name the user typed.  Knowledge from one is used by the other.
+    bindir = os.path.dirname(sys.executable)
+    me = os.path.realpath(sys.executable)
+    others = [
+        os.path.join(bindir, name)
+        for name in ("python", "python3", f"python{sys.version_info[0]}.{sys.version_info[1]}")
+        if name != os.path.basename(sys.executable)
+        and os.path.realpath(os.path.join(bindir, name)) == me
+    ]
+    if not others:
+        pytest.skip(f"no other name of this interpreter in {bindir}")
+    _grammar_memo_project(pytester)
+    _isolated(pytester).stdout.fnmatch_lines(["*kept 1 memo entry*", "COMPUTED=2"])
+    again = pytester.run(
+        others[0], "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider",
+        "-p", "isolator", "--reset=minimal",
+    )  # fmt: skip
+    again.assert_outcomes(passed=3)
+    again.stdout.fnmatch_lines(["*1 as in an earlier run of the same code*", "COMPUTED=1"])
 
 
 def test_members_of_a_done_already_set_are_learned_and_registries_are_not(
