@@ -32,6 +32,8 @@ import pytest
 from _pytest.doctest import DoctestItem  # (pytest's own doctest items)
 
 RECORD_SCHEMA = "isolator.record/1"
+# Read through the original: a test may leave time frozen (freezegun patches the module).
+_perf_counter = time.perf_counter
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -221,7 +223,7 @@ class Recording(_Reports):
         self.tracer: Any = None
         self.fixture_writes: dict[int, dict[str, str]] = {}
         self._keep: list[object] = []  # fixturedefs whose id() keys fixture_writes
-        self.t0 = time.perf_counter()
+        self.t0 = _perf_counter()
         self.index = 0
         self.ended = False  # the last test is recorded; the process may serve plans now
         _write(
@@ -236,7 +238,7 @@ class Recording(_Reports):
         )
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        collect_time = time.perf_counter() - self.t0
+        collect_time = _perf_counter() - self.t0
         _write(
             self.file,
             {
@@ -256,7 +258,7 @@ class Recording(_Reports):
         from isolator._tracer import ReadTracer, static_by_filename
 
         rootdir = str(self.config.rootpath)
-        t0 = time.perf_counter()
+        t0 = _perf_counter()
         static: dict[str, Any] = {}
         note = ""
         try:
@@ -269,14 +271,14 @@ class Recording(_Reports):
         except Exception as exc:  # the user's run must go on without static read sets
             note = f"static pass failed ({exc.__class__.__name__}: {exc})"
         tracer = ReadTracer(rootdir, static, prefer=prefer)
-        static_time = time.perf_counter() - t0
+        static_time = _perf_counter() - t0
         tracer.install()  # probes the project's functions (the default backend)
         info: dict[str, Any] = {
             "type": "tracer",
             "backend": tracer.backend.name,
             "static_modules": len(static),
             "static_time": round(static_time, 4),
-            "install_time": round(time.perf_counter() - t0 - static_time, 4),
+            "install_time": round(_perf_counter() - t0 - static_time, 4),
         }
         stats = getattr(tracer.backend, "stats", None)
         if stats:
@@ -297,11 +299,11 @@ class Recording(_Reports):
         self.reports = []
         if self.tracer is not None:
             self.tracer.begin_test()
-        t0 = time.perf_counter()
+        t0 = _perf_counter()
         try:
             return (yield)
         finally:
-            self._finish(item, time.perf_counter() - t0)
+            self._finish(item, _perf_counter() - t0)
 
     def _finish(self, item: pytest.Item, elapsed: float) -> None:
         from isolator.plugin import WRITES_KEY

@@ -38,6 +38,10 @@ from isolator._types import NodeId
 if TYPE_CHECKING:
     from isolator._schedplugin import SchedPlugin
 
+# Read through the original: a test may leave time frozen (freezegun patches the module),
+# and batched reports would then wait for a delay that never passes.
+_perf_counter = time.perf_counter
+
 
 def _cost_key(nodeid: str) -> str:
     """Tests that cost alike: a function's parametrized variants."""
@@ -220,7 +224,7 @@ class WorkerEvents:
                 self.flush()
                 self._sendevent(name, **kwargs)
                 return
-            now = time.perf_counter()
+            now = _perf_counter()
             if name == "logstart":
                 if self.events and now - self.since >= self.max_delay:
                     self.flush()
