@@ -477,6 +477,17 @@ class IsolatorPlugin:
             for site, keys in data["sites"].items()
             if isinstance(keys, list)
         }
+        writers = data.get("writers")
+        if isinstance(writers, dict):
+            r.writers = {
+                str(site): w
+                for site, w in writers.items()
+                if w is None
+                or (
+                    isinstance(w, list)
+                    and all(isinstance(x, list) and all(isinstance(y, str) for y in x) for x in w)
+                )
+            }
         verdicts = data.get("verdicts")
         if isinstance(verdicts, list):
             r.memo_verdicts = {
@@ -492,10 +503,12 @@ class IsolatorPlugin:
 
     def _save_memo(self) -> None:
         r = self.resetter
-        if r is None or self.memo_code is None or not (r.memo_verified or r.memo_verdicts_new):
+        if r is None or self.memo_code is None:
+            return
+        if not (r.memo_verified or r.memo_verdicts_new or r.writers_new):
             return
         sites = {site: set(keys) for site, keys in r.memo_prior.items()}
-        grew = bool(r.memo_verdicts_new)
+        grew = bool(r.memo_verdicts_new or r.writers_new)
         for site, keys in r.memo_verified.items():
             known = sites.setdefault(site, set())
             grew = grew or not keys <= known
@@ -504,6 +517,7 @@ class IsolatorPlugin:
             return
         code = self.memo_code
         verdicts = dict(r.memo_verdicts)
+        writers = dict(r.writers)
 
         def add(current: Any) -> dict[str, Any]:
             # What other workers of this run (same code) saved meanwhile is kept too.
@@ -516,11 +530,16 @@ class IsolatorPlugin:
                 for v in found if isinstance(found, list) else ():
                     if isinstance(v, list) and len(v) == 4:
                         verdicts.setdefault((str(v[0]), str(v[1]), bool(v[2])), bool(v[3]))
+                theirs = mine.get("writers")
+                for site, w in theirs.items() if isinstance(theirs, dict) else ():
+                    writers.setdefault(str(site), w)
             section = {
                 "code": code,
                 "sites": {site: sorted(keys) for site, keys in sorted(sites.items())},
                 # The static pass's verdicts on learning (see Resetter._may_learn).
                 "verdicts": [[*key, ok] for key, ok in sorted(verdicts.items())],
+                # What the functions writing a memo write besides (Resetter._kept_together).
+                "writers": dict(sorted(writers.items())),
             }
             # This code's section first, then the others most recent first (a run of one
             # test file does not make the next run of the whole suite learn again).

@@ -60,6 +60,7 @@ from isolator._state import (
     moved_entries,
     nested_code,
 )
+from isolator._types import sites_overlap
 
 _ISOLATOR_DIR = os.path.dirname(os.path.abspath(__file__))
 _monotonic = time.monotonic  # (the original: a test may leave time frozen)
@@ -435,8 +436,12 @@ class Resetter:
         self.memo_verdicts: dict[tuple[str, str, bool], bool] = {}
         self.memo_verdicts_new: dict[tuple[str, str, bool], bool] = {}
         self._static: dict[str, Any] = {}
-        # site -> what each function that writes it writes (_kept_together).
-        self._writers: dict[str, list[Any]] = {}
+        # site -> what each function that writes it writes (_kept_together; None: its
+        # module cannot be analysed).  Like the verdicts, a function of the project's
+        # files: those of an earlier run of the same code are used (``writers_new``:
+        # this run's, to be saved), and a run that needs no new ones reads no file.
+        self.writers: dict[str, list[list[str]] | None] = {}
+        self.writers_new: dict[str, list[list[str]] | None] = {}
         self._sources: dict[str, bytes] = {}
         self._project_texts: list[tuple[str, types.ModuleType, bytes]] | None = None
         self._stats_sources: list[tuple[str, types.ModuleType, bytes]] | None = None
@@ -1298,8 +1303,6 @@ class Resetter:
         """Whether code other than a module's or a class's own initialisation writes
         ``site``, in its module, in ``home`` or in the running test's module (a write
         that only empties it included: the cache would keep what was computed before)."""
-        from isolator.analysis import sites_overlap
-
         site = _through_modules(site)
         owner = sys.modules.get(site.partition(":")[0])
         for mod in {id(m): m for m in (owner, home, self.test_module) if m is not None}.values():
@@ -1393,8 +1396,6 @@ class Resetter:
         return verdict
 
     def _judge_memo(self, site: str, test_module: object, need_writer: bool) -> bool:
-        from isolator.analysis import sites_overlap
-
         owner = sys.modules.get(site.partition(":")[0])
         # Code that writes into the site names it (or the static pass could not tell
         # either), so a test module that never mentions it is not read.
@@ -1573,24 +1574,27 @@ class Resetter:
         globals or as attributes of one class).  True when the module's source cannot be
         analysed, or no code of it is seen writing ``site`` (a helper filling whatever
         container it is passed: what else it fills is not seen either)."""
-        from isolator.analysis import sites_overlap
-
-        writers = self._writers.get(site)
-        if writers is None:
+        if site in self.writers:
+            writers = self.writers[site]
+        else:
             # What each function that writes ``site`` writes (once per site: a memo
             # whose neighbours change is asked about after many tests).
             state = self._static_state(sys.modules.get(site.partition(":")[0]))
             if state is None:
-                return True
-            bodies = set(state.classes)
-            writers = self._writers[site] = [
-                code.writes
-                for code in state.code
-                # (Initialisation binds every global.)
-                if code.qualname != "<module>"
-                and code.qualname not in bodies
-                and any(sites_overlap(w, site) for w in code.writes)
-            ]
+                writers = None
+            else:
+                bodies = set(state.classes)
+                writers = [
+                    sorted(code.writes)
+                    for code in state.code
+                    # (Initialisation binds every global.)
+                    if code.qualname != "<module>"
+                    and code.qualname not in bodies
+                    and any(sites_overlap(w, site) for w in code.writes)
+                ]
+            self.writers[site] = self.writers_new[site] = writers
+        if writers is None:
+            return True
         for writes in writers:
             if any(sites_overlap(w, b) for w in writes for b in beside):
                 return True
@@ -1607,8 +1611,6 @@ class Resetter:
         test's module never names it.  Calls are found by name in the compiled code (a
         global or attribute name), so a helper reached another way is not a caller seen
         here: such a writer stays a setter unless its named callers all read first."""
-        from isolator.analysis import sites_overlap
-
         short = writer.qualname.rpartition(".")[2]
         if short.startswith("<") or (test_module is not mod and self._mentions(test_module, short)):
             return False

@@ -2377,6 +2377,56 @@ def test_memo_entries_verified_in_an_earlier_run_of_the_same_code_are_kept_at_on
     assert "earlier run" not in third.stdout.str()
 
 
+def test_a_second_run_learns_without_the_static_pass(pytester: pytest.Pytester) -> None:
+    # Whether a memo's neighbour changed with it (here LAST, set in the same test) is
+    # asked of the static pass: which globals the memo's writers also write.  That
+    # answer is kept in memo.json with the verdicts, so a second run of the same code
+    # keeps the entry without importing the static pass or reading a source file.
+    pytester.makeconftest(
+        """
+        import sys
+
+        def pytest_terminal_summary(terminalreporter):
+            terminalreporter.write_line(f"ANALYSIS={'isolator.analysis' in sys.modules}")
+        """
+    )
+    pytester.makepyfile(
+        memo="""
+        TABLES = {}
+        LAST = None
+
+        def table(name):
+            if name not in TABLES:
+                TABLES[name] = [name * i for i in range(5)]
+            return TABLES[name]
+
+        def remember(name):
+            global LAST
+            LAST = name
+        """,
+        test_memo="""
+        import memo
+
+        def test_1():
+            memo.remember("a")
+            assert memo.table("a")[2] == "aa"
+
+        def test_2():
+            memo.remember("b")
+            assert memo.table("a")[3] == "aaa"
+
+        def test_3():
+            assert memo.LAST is None and len(memo.table("a")) == 5
+        """,
+    )
+    first = _isolated(pytester)
+    first.assert_outcomes(passed=3)
+    first.stdout.fnmatch_lines(["*kept 1 memo entry*memo:TABLES*", "ANALYSIS=True"])
+    second = _isolated(pytester)
+    second.assert_outcomes(passed=3)
+    second.stdout.fnmatch_lines(["*1 as in an earlier run of the same code*", "ANALYSIS=False"])
+
+
 def test_memo_knowledge_is_shared_by_the_names_of_one_interpreter(
     pytester: pytest.Pytester,
 ) -> None:
