@@ -40,6 +40,7 @@ from isolator._process import (
 )
 from isolator._reach import Reach, Scope, imports_of
 from isolator._same import same_value
+from isolator._sites import sites_overlap
 from isolator._state import (
     _EMPTY,
     _MAPPING_KINDS,
@@ -60,7 +61,6 @@ from isolator._state import (
     moved_entries,
     nested_code,
 )
-from isolator._types import sites_overlap
 
 _ISOLATOR_DIR = os.path.dirname(os.path.abspath(__file__))
 _monotonic = time.monotonic  # (the original: a test may leave time frozen)

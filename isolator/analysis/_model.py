@@ -7,10 +7,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+# Defined on its own, where the resetter finds it without the static pass.
+from isolator._sites import sites_overlap as sites_overlap
 from isolator._types import StateSite
-
-# Defined beside StateSite, where the resetter finds it without the static pass.
-from isolator._types import sites_overlap as sites_overlap
 
 #: Kinds of ``StateDecl``, in the vocabulary of DESIGN.md.
 DECL_KINDS: Final = (
