@@ -68,6 +68,7 @@ _monotonic = time.monotonic  # (the original: a test may leave time frozen)
 _UNWATCHED_VALUES: Final = frozenset({str, bytes, int, float, bool, complex, tuple, frozenset})
 # A dict entry recomputed different this many times is not taken for a memo entry.
 _MEMO_MISSES = 3
+_MEMO_CANDIDATES = 32  # values a dict holds for comparing before an entry of it is learned
 # Names that code with effects beside a memo entry uses: warnings, logging, output,
 # registrations (see Resetter._effects).
 _EFFECT_NAMES: Final = frozenset(
@@ -416,6 +417,10 @@ class Resetter:
         self.keep = keep
         # (site, key) -> (last value, times recomputed the same in a row, times different)
         self.memo: dict[tuple[str, object], tuple[object, int, int]] = {}
+        # Per site: values held in ``memo`` from a first computation (at most
+        # _MEMO_CANDIDATES until one entry of the site is learned: ``_memo_sites``).
+        self._candidates: Counter[str] = Counter()
+        self._memo_sites: set[str] = set()
         # Memo entries verified in an earlier run of the same code (see code_stamp): site
         # -> reprs of keys whose entries were recomputed the same there; kept at first
         # sight here.  ``memo_verified``: the same, found in this run (to be saved).
@@ -1150,13 +1155,30 @@ class Resetter:
             if name is not None and name in self.memo_prior.get(site, ()) and allowed():
                 self.memo_prior_kept += 1  # recomputed the same in an earlier run
                 self.memo_verified.setdefault(site, set()).add(name)
+                self._memo_sites.add(site)
                 return True
+            if site in self.observed_memos:
+                return False
+            held = self._candidates[site]
+            if held >= _MEMO_CANDIDATES and site not in self._memo_sites:
+                # A dict whose entries are not learned (Babel's locale data: a thousand
+                # locales of a few megabytes, each computed by one test) holds at most
+                # this many values for comparing until one of its entries is.
+                return False
+            self._candidates[site] = held + 1
             self.memo[key] = (v, 0, 0)
             return False
         if seen[2] >= _MEMO_MISSES:
             return False  # recomputed different too often: not a memo entry
+        if site in self.observed_memos:
+            # Code reads this memo itself (named in the summary already): none of its
+            # entries is learned, so no value of it is held for comparing (Babel's
+            # locale data, a few megabytes a locale).
+            del self.memo[key]
+            return False
         if allowed() and same_value(seen[0], v):  # (the cheaper question first)
             self.memo[key] = (v, seen[1] + 1, seen[2])
+            self._memo_sites.add(site)
             name = _stable_repr(k)
             if name is not None:
                 self.memo_verified.setdefault(site, set()).add(name)
@@ -1166,7 +1188,11 @@ class Resetter:
             # (a registry of what tests define is not).
             self.observed_memos[site] = None
             del self._observed_pending[site]
-        self.memo[key] = (v, 0, seen[2] + 1)
+            del self.memo[key]
+            return False
+        misses = seen[2] + 1
+        # (No longer compared after _MEMO_MISSES: the value is not held either.)
+        self.memo[key] = (v if misses < _MEMO_MISSES else None, 0, misses)
         return False
 
     def _keep_cache(self, t: StateTable, i: int) -> bool:
