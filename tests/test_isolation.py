@@ -2315,17 +2315,19 @@ def test_untouched():
         assert "kept " not in result.stdout.str()
 
 
+def _summary_line(pytester: pytest.Pytester, label: str, expr: str) -> None:
+    """A conftest that ends the terminal summary with ``LABEL=<expr>`` (``sys`` imported)."""
+    pytester.makeconftest(
+        "import sys\n\n"
+        "def pytest_terminal_summary(terminalreporter):\n"
+        f'    terminalreporter.write_line(f"{label}={{{expr}}}")\n'
+    )
+
+
 def _grammar_memo_project(pytester: pytest.Pytester) -> None:
     """A memo dict filled on first use by three tests; the summary prints how many times
     the entry was computed (counted on sys, which isolator never resets)."""
-    pytester.makeconftest(
-        """
-        import sys
-
-        def pytest_terminal_summary(terminalreporter):
-            terminalreporter.write_line(f"COMPUTED={getattr(sys, 'computed', 0)}")
-        """
-    )
+    _summary_line(pytester, "COMPUTED", "getattr(sys, 'computed', 0)")
     pytester.makepyfile(
         memo="""
         import sys
@@ -2382,14 +2384,7 @@ def test_a_second_run_learns_without_the_static_pass(pytester: pytest.Pytester) 
     # asked of the static pass: which globals the memo's writers also write.  That
     # answer is kept in memo.json with the verdicts, so a second run of the same code
     # keeps the entry without importing the static pass or reading a source file.
-    pytester.makeconftest(
-        """
-        import sys
-
-        def pytest_terminal_summary(terminalreporter):
-            terminalreporter.write_line(f"ANALYSIS={'isolator.analysis' in sys.modules}")
-        """
-    )
+    _summary_line(pytester, "ANALYSIS", "'isolator.analysis' in sys.modules")
     pytester.makepyfile(
         memo="""
         TABLES = {}
