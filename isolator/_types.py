@@ -15,7 +15,6 @@ NodeId = str
 
 DEPS_SCHEMA: Final = "isolator.deps/1"
 
-
 DependencyKind = Literal["polluter", "state-setter"]
 
 

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from isolator._schedplugin import SchedPlugin
 
 # Read through the original: a test may leave time frozen (freezegun patches the module),
-# and batched reports would then wait for a delay that never passes.
+# and the batch's delay would then never pass (reports would wait for a full batch).
 _perf_counter = time.perf_counter
 
 
