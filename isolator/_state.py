@@ -823,6 +823,47 @@ class StateTable:
             return f"{site}[{k!r}]", depth + 1
         return f"{site}.{k}", depth + 1
 
+    def walk_cost(self, value: Any, depth: int, prefixes: tuple[str, ...], limit: int) -> int:
+        """About how many watches :meth:`watch_kept` would add for ``value`` entered at
+        ``depth``: the containers and project objects in it not watched yet, as the walk
+        finds them (within its depth bounds).  Counting stops past ``limit``.  What a
+        learned memo entry costs every later check, known before it is learned."""
+        seen = self._seen
+        counted: set[int] = set()
+        n = 0
+        todo: list[tuple[Any, int]] = [(value, depth)]
+        pop, push = todo.pop, todo.extend
+        while todo:
+            v, d = pop()
+            cls = type(v)
+            if cls in _IMMUTABLE_EXACT or d > _MAX_DEPTH or isinstance(v, _IMMUTABLE):
+                continue
+            if isinstance(v, tuple):
+                push([(x, d + 1) for x in v])
+                continue
+            vid = id(v)
+            if vid in seen or vid in counted:
+                continue
+            counted.add(vid)
+            n += 1
+            if n > limit:
+                break
+            if isinstance(v, dict):
+                push([(x, d + 1) for x in list(v.values())[:_MAX_ELEMENTS_PER_CONTAINER]])
+            elif isinstance(v, (list, collections.deque)):
+                push([(x, d + 1) for x in list(v)[:_MAX_ELEMENTS_PER_CONTAINER]])
+            elif isinstance(v, (set, bytearray, array, type)) or cls is types.FunctionType:
+                continue  # (one watch, or a project class's or function's own walk)
+            elif d > _MAX_INSTANCE_DEPTH or not _is_project(
+                getattr(cls, "__module__", None), prefixes
+            ):
+                n -= 1  # a library's object: not followed
+            else:
+                idict = getattr(v, "__dict__", None)
+                if type(idict) is dict and d <= _INSTANCE_VALUES_DEPTH:
+                    push([(x, d + 1) for x in list(idict.values())])
+        return n
+
     def watch_kept(
         self, i: int | str, pairs: list[tuple[Any, Any]], prefixes: tuple[str, ...]
     ) -> None:

@@ -36,6 +36,7 @@ def collect(core: IsolatorPlugin) -> dict[str, Any]:
         "truncated": [s for t in r.tables.values() for s in t.truncated],
         "emptied": [list(e) for e in r.emptied],
         "observed_memos": list(r.observed_memos),
+        "memo_unaffordable": list(r.memo_unaffordable),
     }
 
 
@@ -61,6 +62,9 @@ def merge(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
         "truncated": a["truncated"] + [s for s in b["truncated"] if s not in a["truncated"]],
         "emptied": a["emptied"] + [e for e in b["emptied"] if e not in a["emptied"]],
         "observed_memos": list(dict.fromkeys(a["observed_memos"] + b["observed_memos"])),
+        "memo_unaffordable": list(
+            dict.fromkeys(a.get("memo_unaffordable", []) + b.get("memo_unaffordable", []))
+        ),
     }
 
 
@@ -99,6 +103,13 @@ def write(data: dict[str, Any], fork_file: str, tr: Any) -> None:
             + ", ".join(kept[:_TOP])
         )
     _observed_memos(tr, data["observed_memos"], counts)
+    large: list[str] = data.get("memo_unaffordable", [])
+    if large:
+        tr.write_line(
+            f"not learned, too large to watch after every test ({len(large)} memo "
+            f"entr{'y' if len(large) == 1 else 'ies'}; the tests that use them compute "
+            "them again): " + ", ".join(large[:_TOP])
+        )
     if data["recovered"]:
         tr.write_line(
             f"restored {len(data['recovered'])} file(s) left by a test process that died "

@@ -44,6 +44,7 @@ from isolator._sites import sites_overlap
 from isolator._state import (
     _EMPTY,
     _MAPPING_KINDS,
+    _MAX_WATCHES_PER_MODULE,
     _SKIP_NAMES,
     ALL_KINDS,
     CLASS,
@@ -69,6 +70,9 @@ _UNWATCHED_VALUES: Final = frozenset({str, bytes, int, float, bool, complex, tup
 # A dict entry recomputed different this many times is not taken for a memo entry.
 _MEMO_MISSES = 3
 _MEMO_CANDIDATES = 32  # values a dict holds for comparing before an entry of it is learned
+# Watches the values of learned memo entries may add over a run: a tag read or a
+# comparison after every test each (see Resetter._affordable).
+_KEPT_WATCHES = 50_000
 # Names that code with effects beside a memo entry uses: warnings, logging, output,
 # registrations (see Resetter._effects).
 _EFFECT_NAMES: Final = frozenset(
@@ -431,6 +435,11 @@ class Resetter:
         # Memo entries kept during a table's reset, whose values are watched at its end.
         # (A cache's: its site in place of the watch.)
         self._kept_values: list[tuple[StateTable, int | str, list[tuple[Any, Any]]]] = []
+        # The watches learned entries may still add over the run (see _affordable), and
+        # the entries found too large for it, no longer compared.
+        self._kept_budget = _KEPT_WATCHES
+        self._unaffordable: set[tuple[str, Any]] = set()
+        self.memo_unaffordable: list[str] = []
         self._module_names_seen: set[str] = set()
         # The module of the test being checked (set by the plugin), and what the static
         # pass says about memo candidates: (site, test module's file or name, a writer
@@ -1085,6 +1094,9 @@ class Resetter:
 
         sibling_free: list[bool] = []
 
+        def entry_name(k: Any) -> str:
+            return f"{owner}:{k}" if module else f"{site}.{k}" if klass else f"{site}[{k!r}]"
+
         def nothing_beside() -> bool:
             # Whether the test changed nothing else of what holds the dict (once).
             if not sibling_free:
@@ -1120,8 +1132,11 @@ class Resetter:
                 continue
             if not self.learn_memo:
                 break
+            if (site, k) in self._unaffordable:
+                continue
             if self._recomputed_same(site, k, v, functools.partial(allowed, k)):
-                keep.append((k, v))
+                if self._affordable(t, site, k, v, t._entry_site(i, k)[1], entry_name(k)):
+                    keep.append((k, v))
         if keep:
             # What a kept entry holds is watched from now on (after the other watches of
             # this check: new ones go at the end of the table).
@@ -1130,13 +1145,7 @@ class Resetter:
             self._learned.setdefault(site, (live, set()))[1].update(k for k, _ in keep)
         for k, v in keep:
             snap[k] = v
-            self.memo_kept.append(
-                f"{site.partition(':')[0]}:{k}"
-                if module
-                else f"{site}.{k}"
-                if klass
-                else f"{site}[{k!r}]"
-            )
+            self.memo_kept.append(entry_name(k))
         if len(keep) == len(keys):
             return []
         kept = {id(k) for k, _ in keep}
@@ -1195,6 +1204,28 @@ class Resetter:
         self.memo[key] = (v if misses < _MEMO_MISSES else None, 0, misses)
         return False
 
+    def _affordable(self, t: StateTable, site: str, k: Any, v: Any, depth: int, name: str) -> bool:
+        """Whether watching memo entry ``k``'s value ``v`` (recomputed the same: about to
+        be learned) fits what learning may add to every later check: at most one walk's
+        worth of watches (a larger value would be watched in part only), and within what
+        is left of _KEPT_WATCHES for the run.  A learned entry is watched from then on:
+        with Babel's locale cache learned (thousands of nested dicts a locale), every
+        test's check cost more than the reloading it saved.  An entry refused is no
+        longer compared (its held value is let go), and is named in the summary."""
+        limit = min(self._kept_budget, _MAX_WATCHES_PER_MODULE)
+        try:
+            cost = t.walk_cost(v, depth, tuple(self.project), limit)
+        except Exception:
+            cost = limit + 1  # (its own code raised: not walked either)
+        if cost <= limit:
+            self._kept_budget -= cost
+            return True
+        self._unaffordable.add((site, k))
+        self.memo[(site, k)] = (None, 0, _MEMO_MISSES)
+        if len(self.memo_unaffordable) < 100:
+            self.memo_unaffordable.append(name[:200])
+        return False
+
     def _keep_cache(self, t: StateTable, i: int) -> bool:
         """Keep the entries a test added to an unbounded ``functools.cache`` once a later
         test recomputed them equal, as :meth:`_keep_memo` keeps a dict's: only plain keys
@@ -1224,7 +1255,12 @@ class Resetter:
         keep = [
             (k, v)
             for k, v in added
-            if declared or self._recomputed_same(site, k, v, _always)  # (purity asked above)
+            if declared
+            or (
+                (site, k) not in self._unaffordable
+                and self._recomputed_same(site, k, v, _always)  # (purity asked above)
+                and self._affordable(t, site, k, v, 1, f"{site}({k!r})")
+            )
         ]
         if not keep:
             return False

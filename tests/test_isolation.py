@@ -2468,6 +2468,45 @@ def test_values_of_a_memo_never_learned_are_held_for_comparing_only_up_to_a_boun
     assert "kept " not in result.stdout.str()
 
 
+def test_a_memo_entry_too_large_to_watch_whole_is_not_learned(
+    pytester: pytest.Pytester,
+) -> None:
+    # A learned entry is watched from then on, and a walk watches at most so many
+    # containers: a table of 9,000 was watched in part, and what a test appended deep
+    # inside it reached the tests after it.  Too large to watch whole, it is reset after
+    # each test as if never recomputed the same (and named in the summary).
+    pytester.makepyfile(
+        tables="""
+        _tables = {}
+
+        def table(name):
+            if name not in _tables:
+                _tables[name] = [{"row": i, "cells": {"a": [i]}} for i in range(3000)]
+            return _tables[name]
+        """,
+        test_tables="""
+        import tables
+
+        def test_1():
+            assert len(tables.table("t")) == 3000
+
+        def test_2():
+            assert tables.table("t")[0]["row"] == 0
+
+        def test_3():
+            tables.table("t")[2999]["cells"]["a"].append("dirty")
+
+        def test_4():
+            assert tables.table("t")[2999]["cells"]["a"] == [2999]
+        """,
+    )
+    result = _isolated(pytester)
+    result.assert_outcomes(passed=4)
+    out = result.stdout.str()
+    assert "not learned, too large to watch after every test (1 memo entry" in out
+    assert "tables:_tables['t']" in out and "kept " not in out
+
+
 def test_memo_knowledge_is_shared_by_the_names_of_one_interpreter(
     pytester: pytest.Pytester,
 ) -> None:
