@@ -54,6 +54,8 @@ class ForkRunner:
 
     def __init__(self) -> None:
         self.chain: _Child | None = None
+        # What the child's ``check`` said after the last test run (None: not asked).
+        self.last_clean: bool | None = None
 
     @property
     def chained(self) -> bool:
@@ -66,17 +68,23 @@ class ForkRunner:
         keep: bool = False,
         before: Hook = None,
         after: Hook = None,
+        check: Callable[[], bool] | None = None,
     ) -> list[pytest.TestReport]:
         """Run ``item`` in a child (the open chain's, else a new one) and return its reports.
 
         ``keep``: no reset after ``item``: the child stays alive for ``nextitem``.
         ``before``/``after`` run in a new child before its first test and after its last:
         the filesystem is shared with the parent, so files the tests wrote are put back.
+        ``check`` runs in a new child after its only test (not in a chain), and what it
+        says is ``last_clean``.
         """
         keep = keep and nextitem is not None
         child = self.chain
+        self.last_clean = None
         if child is None:
-            child = _spawn(item, nextitem if keep else None, keep, before, after)
+            child = _spawn(
+                item, nextitem if keep else None, keep, before, after, None if keep else check
+            )
         else:
             following = nextitem.nodeid if keep and nextitem is not None else None
             msg = {"run": item.nodeid, "next": following, "keep": keep}
@@ -87,6 +95,8 @@ class ForkRunner:
                 pass  # the child is gone: reported as a crash below
         data = _read_message(child.reports)
         got = _reports(item, data)
+        if isinstance(data, dict) and isinstance(data.get("clean"), bool):
+            self.last_clean = data["clean"]
         # An error message means the child stopped after it (see _child_loop).
         if keep and got and isinstance(data, dict) and "error" not in data:
             self.chain = child
@@ -111,7 +121,12 @@ class ForkRunner:
 
 
 def _spawn(
-    item: pytest.Item, nextitem: pytest.Item | None, keep: bool, before: Hook, after: Hook
+    item: pytest.Item,
+    nextitem: pytest.Item | None,
+    keep: bool,
+    before: Hook,
+    after: Hook,
+    check: Callable[[], bool] | None,
 ) -> _Child:
     assert _fork is not None
     cmd_r, cmd_w = os.pipe()
@@ -122,7 +137,7 @@ def _spawn(
         try:
             os.close(cmd_w)
             os.close(rep_r)
-            code = _child_loop(item, nextitem, keep, cmd_r, rep_w, before, after)
+            code = _child_loop(item, nextitem, keep, cmd_r, rep_w, before, after, check)
         except BaseException:
             code = 70
         finally:
@@ -140,8 +155,10 @@ def _child_loop(
     rep_fd: int,
     before: Hook,
     after: Hook,
+    check: Callable[[], bool] | None = None,
 ) -> int:
-    """Run ``item``, then, while the parent says no reset happens, the tests it names."""
+    """Run ``item``, then, while the parent says no reset happens, the tests it names.
+    ``check``: asked after ``item`` when it is the child's only test."""
     config = item.config
     by_id: dict[str, pytest.Item] | None = None
     cmd = os.fdopen(cmd_fd, "rb")
@@ -168,6 +185,12 @@ def _child_loop(
                 "failed_subtests": _failed_subtests(config).get(_node_key(item), 0),
                 "warnings": [_warning_to_json(w) for w in caught],
             }
+            if check is not None and not keep:
+                try:
+                    payload["clean"] = bool(check())
+                except Exception:
+                    payload["clean"] = False
+                check = None
         except BaseException:
             payload = {"error": traceback.format_exc()}
             keep = False

@@ -37,6 +37,7 @@ def collect(core: IsolatorPlugin) -> dict[str, Any]:
         "emptied": [list(e) for e in r.emptied],
         "observed_memos": list(r.observed_memos),
         "memo_unaffordable": list(r.memo_unaffordable),
+        "unforked": list(core.unforked),
     }
 
 
@@ -65,6 +66,7 @@ def merge(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
         "memo_unaffordable": list(
             dict.fromkeys(a.get("memo_unaffordable", []) + b.get("memo_unaffordable", []))
         ),
+        "unforked": a.get("unforked", []) + b.get("unforked", []),
     }
 
 
@@ -139,6 +141,13 @@ def write(data: dict[str, Any], fork_file: str, tr: Any) -> None:
         tr.write_line(
             f"ran {len(fork_reasons)} test(s) in a forked child: "
             + ", ".join(f"{why} ({n})" for why, n in reasons.most_common(_TOP))
+        )
+    unforked: list[str] = data.get("unforked", [])
+    if unforked:
+        tr.write_line(
+            f"forgot {len(unforked)} test(s) from {fork_file}: forked, they left nothing "
+            "that cannot be reset; they run in this process next time: "
+            + ", ".join(unforked[:_TOP])
         )
     unwalkable = data["unwalkable"]
     if unwalkable:

@@ -7,6 +7,7 @@ Hooks stay thin; the session's state lives in :class:`IsolatorPlugin`, registere
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import importlib
 import itertools
@@ -151,6 +152,7 @@ class IsolatorPlugin:
         self.forked: dict[str, str] = {}
         self.fork_plan: dict[str, str] = {}
         self.fork_reasons: dict[str, str] = {}
+        self.unforked: list[str] = []  # forked as fork.json said, and left nothing unreset
         self.forks: ForkRunner | None = None  # when the session starts resetting
         self.scoped: set[int] = set()
         self.recovered: list[str] = []
@@ -373,8 +375,14 @@ class IsolatorPlugin:
         r = self.resetter
         assert r is not None
         keep = item.nodeid in self.keep_state_after
-        for rep in forks.run(item, nextitem, keep, r.begin_test, r.restore_files):
+        # A test forked because an earlier run could not reset what it left: the child
+        # checks again, and a test that left nothing of the kind runs here next time.
+        remembered = self.forked.get(item.nodeid) == why
+        check = functools.partial(_left_clean, r) if remembered else None
+        for rep in forks.run(item, nextitem, keep, r.begin_test, r.restore_files, check):
             ihook.pytest_runtest_logreport(report=rep)
+        if remembered and forks.last_clean:
+            self.unforked.append(item.nodeid)
         if not forks.chained:
             # A child that crashed left its journal: its files are put back before the
             # next test, not only by the next run.
@@ -410,6 +418,8 @@ class IsolatorPlugin:
         )
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.unforked:
+            self._forget_forks()
         sup = self._supervised()
         if sup:
             with open(os.path.join(sup, "finished"), "w", encoding="ascii") as f:
@@ -570,6 +580,29 @@ class IsolatorPlugin:
             update_json(self.store / FORK_FILE, add)
         except OSError as exc:
             sys.stderr.write(f"isolator: cannot write {self.store / FORK_FILE}: {exc}\n")
+
+    def _forget_forks(self) -> None:
+        """Drop from fork.json the tests whose forked run left nothing that cannot be
+        reset (code or a flaky leak that changed since): they run here next time, and are
+        remembered again if they leave such state then."""
+        gone = set(self.unforked).difference(self.unrestorable)
+
+        def drop(current: Any) -> dict[str, str]:
+            merged = dict(current) if isinstance(current, dict) else dict(self.forked)
+            for nodeid in gone:
+                merged.pop(nodeid, None)
+            return merged
+
+        try:
+            update_json(self.store / FORK_FILE, drop)
+        except OSError as exc:
+            sys.stderr.write(f"isolator: cannot write {self.store / FORK_FILE}: {exc}\n")
+
+
+def _left_clean(r: Resetter) -> bool:
+    """In a forked child after its test: whether the test left only state that a reset
+    puts back."""
+    return not r.check_and_reset().unrestorable
 
 
 def _memo_file(data: Any) -> bool:
