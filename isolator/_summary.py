@@ -90,7 +90,8 @@ def write(data: dict[str, Any], fork_file: str, tr: Any) -> None:
     tr.write_line(
         f"--reset={data['mode']}: {tests} tests checked, {data['dirty_tests']} left shared "
         f"state dirty; {sum(counts.values())} resets of {len(counts)} sites "
-        f"(isolation took {overhead * 1000:.1f} ms, {per:.3f} ms a test)"
+        f"(its checks and resets took {overhead * 1000:.1f} ms, {per:.3f} ms a test; "
+        "re-imports not counted)"
     )
     if counts:
         top = Counter(counts).most_common(_TOP)

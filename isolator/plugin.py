@@ -635,15 +635,18 @@ def _wrap_protocol(
     self._index += 1
     mod = _module_of(self.module_of, item)
     r.test_module = mod  # (begin_test hides memos from it; the check judges with it)
+    t0 = _perf_counter()
     r.begin_test()
+    self.overhead += _perf_counter() - t0
     try:
         return (yield)
     finally:
+        t0 = _perf_counter()
         r.end_test()
         if self.keep_state_after and item.nodeid in self.keep_state_after:
             r.chained = True
+            self.overhead += _perf_counter() - t0
         else:
-            t0 = _perf_counter()
             scope = None
             # Items of one parent node share their module (most neighbours in a run).
             same = nextitem is not None and (
