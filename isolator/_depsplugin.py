@@ -293,6 +293,7 @@ class Recording(_Reports):
         self, item: pytest.Item, nextitem: pytest.Item | None
     ) -> Generator[None, object, object]:
         # Outermost wrapper: the core's wrapper has stored the net writes when we resume.
+        __tracebackhide__ = True
         if self.ended:
             return (yield)
         _write(self.file, {"type": "start", "nodeid": item.nodeid})
@@ -359,6 +360,7 @@ class Recording(_Reports):
         # What a higher-scoped fixture writes while it sets up is baseline for the core,
         # but it may leak past the fixture: every test that uses the fixture becomes a
         # candidate writer of it (confirmation runs tear such fixtures down in between).
+        __tracebackhide__ = True
         tracer = self.tracer
         if tracer is None or fixturedef.scope == "function":
             return (yield)
@@ -383,6 +385,7 @@ class Recording(_Reports):
             tracer.credit(code)
 
     def _phase(self) -> Generator[None, object, object]:
+        __tracebackhide__ = True
         tracer = self.tracer
         if tracer is None:
             return (yield)
@@ -395,16 +398,19 @@ class Recording(_Reports):
     # Innermost wrappers: trace only the fixtures and the test, not pytest's reporting.
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, object, object]:
+        __tracebackhide__ = True
         return (yield from self._phase())
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
+        __tracebackhide__ = True
         return (yield from self._phase())
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtest_teardown(
         self, item: pytest.Item, nextitem: pytest.Item | None
     ) -> Generator[None, object, object]:
+        __tracebackhide__ = True
         return (yield from self._phase())
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

@@ -626,6 +626,7 @@ def _memo_section(data: Any, code: str) -> dict[str, Any] | None:
 def _wrap_protocol(
     self: IsolatorPlugin, item: pytest.Item, nextitem: pytest.Item | None
 ) -> Generator[None, object, object]:
+    __tracebackhide__ = True
     r = self.resetter
     if not self.active or r is None:
         return (yield)
@@ -760,12 +761,15 @@ class _ProtocolWrapper:
     def pytest_runtest_protocol(
         self, item: pytest.Item, nextitem: pytest.Item | None
     ) -> Generator[None, object, object]:
+        __tracebackhide__ = True  # (a frame between pytest and the test: not the user's)
         return (yield from _wrap_protocol(self.core, item, nextitem))
 
     @pytest.hookimpl(wrapper=True)
     def pytest_fixture_setup(
         self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
     ) -> Generator[None, object, object]:
+        # A fixture's error shows the fixture, not this frame (as in plain pytest).
+        __tracebackhide__ = True
         core = self.core
         r = core.resetter
         if not core.active or r is None or fixturedef.scope == "function":

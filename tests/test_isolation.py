@@ -3306,3 +3306,42 @@ def test_after():
     result.stdout.fnmatch_lines(["*restored 2 file(s) left by a test process that died*"])
     assert (pytester.path / "kept.txt").read_text() == "original"
     assert not (pytester.path / "new.txt").exists()
+
+
+def test_a_fixture_error_shows_the_fixture_not_isolator(pytester: pytest.Pytester) -> None:
+    # A conftest fixture raising in its setup: its error report began with isolator's
+    # hook wrapper (its source and arguments), where plain pytest shows the fixture.
+    pytester.makeconftest(
+        """
+        import pytest
+
+        def helper():
+            raise RuntimeError("no locale")
+
+        @pytest.fixture
+        def broken():
+            helper()
+
+        @pytest.fixture(scope="module")
+        def broken_module():
+            helper()
+        """
+    )
+    pytester.makepyfile(
+        test_fix="""
+        def test_function_scope(broken):
+            pass
+
+        def test_module_scope(broken_module):
+            pass
+        """
+    )
+    for mode in ("minimal", "none"):
+        result = pytester.runpytest_subprocess(
+            "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", f"--reset={mode}"
+        )
+        result.assert_outcomes(errors=2)
+        out = result.stdout.str()
+        errors = out.split("= ERRORS =")[1].split("short test summary")[0]
+        assert "isolator" not in errors.split("- isolator -")[0]
+        assert out.count("RuntimeError: no locale") >= 2
