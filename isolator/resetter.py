@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import _thread
 import ast
+import enum
 import fnmatch
 import functools
 import gc
@@ -217,13 +218,18 @@ def _last_name(site: str) -> str:
 
 
 def _stable_repr(key: object) -> str | None:
-    """``repr(key)`` when it names the same key in another process (atoms and tuples of
-    them: no addresses, no hash order), else None."""
-    if type(key) in _STABLE_ATOMS or (
-        isinstance(key, tuple) and type(key) is tuple and all(type(x) in _STABLE_ATOMS for x in key)
-    ):
+    """``repr(key)`` when it names the same key in another process (atoms, enum members
+    such as ``re.DOTALL``, and tuples of them: no addresses, no hash order), else None."""
+    if _stable_atom(key) or (type(key) is tuple and all(map(_stable_atom, key))):
         return repr(key)
     return None
+
+
+def _stable_atom(x: object) -> bool:
+    if type(x) in _STABLE_ATOMS:
+        return True
+    # (mako's pattern cache is keyed by a pattern and its re flags.)
+    return isinstance(x, enum.Enum) and "0x" not in repr(x)
 
 
 def settle_gc() -> None:

@@ -3345,3 +3345,42 @@ def test_a_fixture_error_shows_the_fixture_not_isolator(pytester: pytest.Pyteste
         errors = out.split("= ERRORS =")[1].split("short test summary")[0]
         assert "isolator" not in errors.split("- isolator -")[0]
         assert out.count("RuntimeError: no locale") >= 2
+
+
+def test_memo_entries_keyed_by_enum_members_are_known_in_the_next_run(
+    pytester: pytest.Pytester,
+) -> None:
+    # mako's pattern cache is keyed by a pattern and its re flags: a key holding an enum
+    # member had no name that holds in another process, so what one run verified was
+    # verified again by the next.
+    pytester.makepyfile(
+        lexer="""
+        import re
+
+        _cache = {}
+
+        def compiled(pattern, flags):
+            try:
+                return _cache[(pattern, flags)]
+            except KeyError:
+                got = _cache[(pattern, flags)] = re.compile(pattern, flags)
+                return got
+        """,
+        test_lexer="""
+        import re
+        import lexer
+
+        def test_1():
+            assert lexer.compiled("a+", re.S).match("aa")
+
+        def test_2():
+            assert lexer.compiled("a+", re.S).match("a")
+
+        def test_3():
+            assert lexer.compiled("a+", re.S).match("aaa")
+        """,
+    )
+    first, second = _kept_lines_of_two_runs(pytester, passed=3)
+    assert "lexer:_cache[('a+', re.DOTALL)]" in first and "earlier run" not in first
+    assert "lexer:_cache[('a+', re.DOTALL)]" in second
+    assert "1 as in an earlier run of the same code" in second
