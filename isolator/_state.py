@@ -1109,6 +1109,10 @@ class StateTable:
             new = u.rebuild()
         except Exception:
             return False
+        if self._rebind_default(u.site, u.obj, new):
+            u.obj = new
+            u.rebuild = _rebuilder(new)
+            return True
         where = rebind_site(u.site, u.obj, new)
         if where is None:
             return False
@@ -1122,6 +1126,25 @@ class StateTable:
         u.obj = new
         u.rebuild = _rebuilder(new)
         return True
+
+    def _rebind_default(self, site: str, old: object, new: object) -> bool:
+        """For ``site`` naming a function's positional default (``f.__defaults__[i]``,
+        glom's ``def next_id(_ids=itertools.count())``): the function gets its defaults
+        with ``new`` in place of ``old``, and its watch takes them as the baseline."""
+        owner, sep, rest = site.rpartition(".__defaults__[")
+        if not sep or not rest.endswith("]") or not rest[:-1].isdigit():
+            return False
+        n = int(rest[:-1])
+        for j, (fsite, fn, d, kw) in enumerate(self.defaults):
+            if fsite == owner and fn.__defaults__ is d and d is not None and n < len(d):
+                if d[n] is not old:
+                    return False
+                now = d[:n] + (new,) + d[n + 1 :]
+                fn.__defaults__ = now
+                self.defaults[j] = (fsite, fn, now, kw)
+                self.changed()
+                return True
+        return False
 
     def changed_sites(self, i: int) -> list[str]:
         """The fine-grained sites that changed in watch ``i`` (called only when dirty)."""

@@ -512,7 +512,8 @@ def test_second():
 def test_counters_are_made_anew_where_they_were(pytester: pytest.Pytester) -> None:
     # itertools.count cannot be copied nor set back; a new counter at the baseline position
     # is bound where the old one was (boltons numbers the functions it compiles with a
-    # class attribute counter), so no test runs in a fork for it.
+    # class attribute counter; glom's tutorial numbers contacts with a counter as a
+    # function's default), so no test runs in a fork for it.
     pytester.makepyfile(
         pkg="""
 import itertools
@@ -524,6 +525,8 @@ IDS = itertools.count(10, 5)
 TABLE = {"c": itertools.count(3)}
 def new_id():
     return next(IDS)
+def ticket(prefix="t", _ids=itertools.count(7), *, sep="-"):
+    return f"{prefix}{sep}{next(_ids)}"
 """,
         test_ids="""
 import pytest, pkg
@@ -532,6 +535,7 @@ def test_ids(n):
     assert pkg.Builder().build() == 0 and pkg.Builder().build() == 1
     assert pkg.new_id() == 10 and pkg.new_id() == 15
     assert next(pkg.TABLE["c"]) == 3
+    assert pkg.ticket() == "t-7" and pkg.ticket("u") == "u-8"
 """,
     )
     for _ in range(2):
