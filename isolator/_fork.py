@@ -185,12 +185,11 @@ def _child_loop(
                 "failed_subtests": _failed_subtests(config).get(_node_key(item), 0),
                 "warnings": [_warning_to_json(w) for w in caught],
             }
-            if check is not None and not keep:
+            if check is not None:  # (given only to a child of one test: see run)
                 try:
                     payload["clean"] = bool(check())
                 except Exception:
                     payload["clean"] = False
-                check = None
         except BaseException:
             payload = {"error": traceback.format_exc()}
             keep = False

@@ -845,23 +845,25 @@ class StateTable:
             if vid in seen or vid in counted:
                 continue
             counted.add(vid)
-            n += 1
-            if n > limit:
-                break
+            inside: list[Any] = []
             if isinstance(v, dict):
-                push([(x, d + 1) for x in list(v.values())[:_MAX_ELEMENTS_PER_CONTAINER]])
+                inside = list(v.values())[:_MAX_ELEMENTS_PER_CONTAINER]
             elif isinstance(v, (list, collections.deque)):
-                push([(x, d + 1) for x in list(v)[:_MAX_ELEMENTS_PER_CONTAINER]])
+                inside = list(v)[:_MAX_ELEMENTS_PER_CONTAINER]
             elif isinstance(v, (set, bytearray, array, type)) or cls is types.FunctionType:
-                continue  # (one watch, or a project class's or function's own walk)
+                pass  # (one watch, or a project class's or function's own walk)
             elif d > _MAX_INSTANCE_DEPTH or not _is_project(
                 getattr(cls, "__module__", None), prefixes
             ):
-                n -= 1  # a library's object: not followed
+                continue  # a library's object: not followed
             else:
                 idict = getattr(v, "__dict__", None)
                 if type(idict) is dict and d <= _INSTANCE_VALUES_DEPTH:
-                    push([(x, d + 1) for x in list(idict.values())])
+                    inside = list(idict.values())
+            n += 1
+            if n > limit:
+                break
+            push([(x, d + 1) for x in inside])
         return n
 
     def watch_kept(
