@@ -126,20 +126,17 @@ class Scope:
         self._layout()
 
     def _layout(self) -> None:
-        """The flat lists, joined from the tables' own (``StateTable.parts``) in C: made
-        again, without copying any table's parts, when a table's parts were (a fixture's
-        changes joined the baseline or left it)."""
+        """The flat lists, joined from the tables' own (``StateTable.parts``, and their
+        :func:`_segments`) in C: made again, without copying any table's parts, when many
+        tables' parts were (else :meth:`_splice` puts the few new ones in place)."""
         tables = self.tables
         parts = list(map(_PARTS, tables))
         if None in parts:  # a table's parts were dropped: made again
             parts = [t.parts() for t in tables]
         self._parts = parts
+        self._segs = list(map(_segments, parts))
         self._parts_epoch = parts_epoch[0]
         self._sizes_epoch = sizes_epoch[0]
-        self.tagged = list(itertools.compress(tables, map(_VCELLS, tables)))
-        self.slotted = list(
-            itertools.compress(tables, map(operator.is_not, map(_SLOTS, tables), _NONES))
-        )
         (
             self.lives,
             self.snaps,
@@ -151,31 +148,73 @@ class Scope:
             self.caches,
             self.cache_sizes,
         ) = [list(_cat(map(g, parts))) for g in _PART]
-        # Builtin containers are compared as two lists in one C call (pair by pair,
-        # identity first); objects of other types (a list subclass whose __eq__ warns,
-        # importlib.metadata's EntryPoints) pair by pair with !=, as their tables do.
-        plain = list(map(_PLAIN_LIVES.__contains__, map(type, self.lives)))
-        if all(plain):
-            self.plain_lives, self.plain_snaps = self.lives, self.snaps
-            self.odd_lives, self.odd_snaps = [], []
-        else:
-            self.plain_lives = list(itertools.compress(self.lives, plain))
-            self.plain_snaps = list(itertools.compress(self.snaps, plain))
-            odd = list(map(operator.not_, plain))
-            self.odd_lives = list(itertools.compress(self.lives, odd))
-            self.odd_snaps = list(itertools.compress(self.snaps, odd))
-        # Watched classes of instances (``_ClassOf``, a Python property each) are read in
-        # C as ``type(obj)``: a test module's thousands of objects cost a pass, not a
-        # Python call apiece.  The combined lists above still name the owners.
-        is_class = list(map(operator.is_, map(type, self.cells), itertools.repeat(_ClassOf)))
-        if any(is_class):
-            self.plain_cells = [c for c, k in zip(self.cells, is_class) if not k]
-            self.plain_old = [o for o, k in zip(self.cell_old, is_class) if not k]
-            self.class_objs = [c.obj for c, k in zip(self.cells, is_class) if k]
-            self.class_old = [o for o, k in zip(self.cell_old, is_class) if k]
-        else:
-            self.plain_cells, self.plain_old = self.cells, self.cell_old
-            self.class_objs, self.class_old = [], []
+        (
+            self.plain_lives,
+            self.plain_snaps,
+            self.odd_lives,
+            self.odd_snaps,
+            self.plain_cells,
+            self.plain_old,
+            self.class_objs,
+            self.class_old,
+        ) = [list(_cat(map(g, self._segs))) for g in _SEG]
+        self._per_table()
+
+    def _splice(self) -> bool:
+        """Put the parts made again of a few tables (a learned memo entry's watches were
+        added to one) in place of their old ones in the flat lists: a scope of hundreds of
+        tables is not joined again after each test that learned an entry.  False: too many
+        changed (:meth:`_layout` then)."""
+        tables = self.tables
+        old = self._parts
+        changed = [j for j, t in enumerate(tables) if t._parts is not old[j]]
+        if len(changed) > _FEW_SPLICED:
+            return False
+        flats = (
+            self.lives,
+            self.snaps,
+            self.cells,
+            self.cell_old,
+            self.fns,
+            self.fn_defaults,
+            self.fn_kwdefaults,
+            self.caches,
+            self.cache_sizes,
+        )
+        seg_flats = (
+            self.plain_lives,
+            self.plain_snaps,
+            self.odd_lives,
+            self.odd_snaps,
+            self.plain_cells,
+            self.plain_old,
+            self.class_objs,
+            self.class_old,
+        )
+        segs = self._segs
+        # (``old`` and ``segs`` follow each splice: the next one's offsets hold.)
+        for j in changed:
+            p = tables[j].parts()
+            sp = _segments(p)
+            for flat, get in zip(flats, _PART):
+                a = sum(map(len, map(get, old[:j])))
+                flat[a : a + len(get(old[j]))] = get(p)
+            for flat, get in zip(seg_flats, _SEG):
+                a = sum(map(len, map(get, segs[:j])))
+                flat[a : a + len(get(segs[j]))] = get(sp)
+            old[j] = p
+            segs[j] = sp
+        self._per_table()
+        return True
+
+    def _per_table(self) -> None:
+        """What is read table by table (tags, slots, opaque objects), after the flat
+        lists were made or spliced."""
+        tables = self.tables
+        self.tagged = list(itertools.compress(tables, map(_VCELLS, tables)))
+        self.slotted = list(
+            itertools.compress(tables, map(operator.is_not, map(_SLOTS, tables), _NONES))
+        )
         self.opaque = (
             [(t, i) for t in tables if t.opaque for i in range(len(t.opaque))]
             if any(map(_OPAQUE, tables))
@@ -190,7 +229,8 @@ class Scope:
     def _fresh(self) -> None:
         if self._parts_epoch != parts_epoch[0]:
             if any(map(operator.is_not, map(_PARTS, self.tables), self._parts)):
-                self._layout()
+                if not self._splice():
+                    self._layout()
             self._parts_epoch = parts_epoch[0]
         if self._sizes_epoch != sizes_epoch[0]:
             # A cache's sizer or count changed in its table's parts (in place).
@@ -326,10 +366,54 @@ _NONES = itertools.repeat(None)
     _CACHE_SIZES,
 ) = range(9)
 _PART = [operator.itemgetter(k) for k in range(9)]
+# The positions in a table's segments (_segments).
+_SEG = [operator.itemgetter(k) for k in range(8)]
+# Up to this many tables whose parts were made again are spliced into a scope's lists.
+_FEW_SPLICED = 8
 _cat = itertools.chain.from_iterable
 _CELL = operator.attrgetter("cell_contents")
 _DEFAULTS = operator.attrgetter("__defaults__")
 _KWDEFAULTS = operator.attrgetter("__kwdefaults__")
+
+
+def _segments(p: Any) -> tuple[list[Any], ...]:
+    """A table's compared watches and cells as a scope checks them: builtin containers
+    (compared as two lists in one C call, pair by pair, identity first) apart from objects
+    of other types (a list subclass whose __eq__ warns, importlib.metadata's EntryPoints:
+    pair by pair with !=, as their tables do); and the watched classes of instances
+    (``_ClassOf``, a Python property each, read in C as ``type(obj)``: a test module's
+    thousands of objects cost a pass, not a Python call apiece) apart from other cells.
+    The combined lists (the parts) still name the owners.  A table with none of the odd
+    kind shares its parts' lists."""
+    lives, snaps, cells, old = p[_LIVES], p[_SNAPS], p[_CELLS], p[_CELL_OLD]
+    plain = list(map(_PLAIN_LIVES.__contains__, map(type, lives)))
+    if all(plain):
+        plain_lives, plain_snaps, odd_lives, odd_snaps = lives, snaps, [], []
+    else:
+        odd = list(map(operator.not_, plain))
+        plain_lives = list(itertools.compress(lives, plain))
+        plain_snaps = list(itertools.compress(snaps, plain))
+        odd_lives = list(itertools.compress(lives, odd))
+        odd_snaps = list(itertools.compress(snaps, odd))
+    is_class = list(map(operator.is_, map(type, cells), itertools.repeat(_ClassOf)))
+    if any(is_class):
+        other = list(map(operator.not_, is_class))
+        plain_cells = list(itertools.compress(cells, other))
+        plain_old = list(itertools.compress(old, other))
+        class_objs = [c.obj for c in itertools.compress(cells, is_class)]
+        class_old = list(itertools.compress(old, is_class))
+    else:
+        plain_cells, plain_old, class_objs, class_old = cells, old, [], []
+    return (
+        plain_lives,
+        plain_snaps,
+        odd_lives,
+        odd_snaps,
+        plain_cells,
+        plain_old,
+        class_objs,
+        class_old,
+    )
 
 
 class Reach:

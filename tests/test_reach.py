@@ -71,3 +71,76 @@ def test_second():
         "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal"
     )
     result.assert_outcomes(passed=2)
+
+
+class _Odd(list):  # type: ignore[type-arg]
+    """A list subclass: compared pair by pair, apart from builtin containers."""
+
+
+class _Obj:
+    def __init__(self) -> None:
+        self.v = [1]
+
+
+_Obj.__module__ = "t_a"  # a project class: its instances' classes are watched
+_PROJECT = ("t_a", "t_m", "t_z")
+
+
+def _flat(scope: _reach.Scope) -> dict[str, list[int]]:
+    names = (
+        "lives snaps cells cell_old fns fn_defaults fn_kwdefaults caches cache_sizes "
+        "plain_lives plain_snaps odd_lives odd_snaps plain_cells plain_old class_objs class_old"
+    )
+    return {n: list(map(id, getattr(scope, n))) for n in names.split()}
+
+
+def _settle(scope: _reach.Scope) -> None:
+    """Read every table's tags once (as the first check after a baseline does)."""
+    for t in scope.tables:
+        t.dirty_watches()
+    assert scope.dirty_tables() == []
+
+
+def test_a_scope_puts_a_changed_tables_watches_in_place_as_a_new_layout_would() -> None:
+    # A learned memo entry adds watches to one table of hundreds: the scope splices that
+    # table's new parts into its flat lists instead of joining every table again.  The
+    # result must be what a scope laid out anew has, table by table, for tables before
+    # and after the changed one, with every kind of watch (compared builtin containers,
+    # odd ones, classes of instances, functions' defaults).
+    import types
+
+    from isolator._state import StateTable
+
+    seen: set[int] = set()
+    tables = []
+    mods = []
+    for name in ("t_a", "t_m", "t_z"):
+        mod = types.ModuleType(name)
+        mod.L = [1, 2]  # type: ignore[attr-defined]
+        mod.S = {1}  # type: ignore[attr-defined]
+        mod.O = _Odd([3])  # type: ignore[attr-defined]
+        mod.I = _Obj()  # type: ignore[attr-defined]
+        mod.D = {"k": [4]}  # type: ignore[attr-defined]
+        exec("def f(x=[]): return x", mod.__dict__)
+        t = StateTable(seen)
+        t.add_module(mod, _PROJECT)
+        tables.append(t)
+        mods.append(mod)
+    scope = _reach.Scope(tables)
+    _settle(scope)
+    before = {n: getattr(scope, n) for n in ("lives", "plain_lives", "odd_lives", "class_objs")}
+    for t, mod in ((tables[1], mods[1]), (tables[0], mods[0])):
+        entry = ([5], _Odd([6]), _Obj())
+        mod.D["new"] = entry
+        t.snaps[t.sites.index(f"{mod.__name__}:D")]["new"] = entry
+        t.watch_kept(t.sites.index(f"{mod.__name__}:D"), [("new", entry)], _PROJECT)
+    _settle(scope)
+    for name, flat in before.items():
+        assert getattr(scope, name) is flat, name  # spliced in place, not laid out again
+    assert _flat(scope) == _flat(_reach.Scope(tables))
+    assert len(scope.odd_lives) == 5 and len(scope.class_objs) == 5
+    # The spliced watches are checked: a change inside the middle table's new entry and
+    # one in the last table are both found, each in its own table.
+    mods[1].D["new"][1].append(7)
+    mods[2].L.append(3)
+    assert scope.dirty_tables() == [tables[1], tables[2]]
