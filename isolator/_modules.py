@@ -121,6 +121,14 @@ class UndoLog:
             WATCH.resync(written.values())
         return refused
 
+    def replace_old(self, mod: Any, name: str, was: object, now: object) -> None:
+        """The old value noted for ``mod.name`` is ``now`` where it was ``was`` (a value
+        isolator itself had put there for a while, not the test's baseline)."""
+        self.entries = [
+            (m, n, now) if m is mod and n == name and old is was else (m, n, old)
+            for m, n, old in self.entries
+        ]
+
     def leave(self, pairs: list[tuple[object, str]]) -> None:
         """These (object, attribute) stay as they are now, out of the log: what changed them
         cannot be undone (a patch started before the test and stopped by it)."""
@@ -570,26 +578,45 @@ _environ: Any = os.environ
 _EnvironBase: Any = type(os.environ)
 
 
-def _noting_import(
-    name: str,
-    globals: Any = None,
-    locals: Any = None,
-    fromlist: Any = (),
-    level: int = 0,
-) -> Any:
-    """``builtins.__import__`` while a first import runs: notes what each import statement
-    got (see _Inputs)."""
-    mod = _real_import(name, globals, locals, fromlist, level)
-    stack = _reading()
-    if stack:
-        try:
-            _note_import(stack[-1], name, globals, fromlist, level)
-        except Exception:  # noqa: S110  (an odd __package__: nothing noted)
-            pass
-    return mod
+def _noting_import_over(prev: Callable[..., Any]) -> Callable[..., Any]:
+    """The ``builtins.__import__`` put in place while a first import runs, over ``prev``
+    (the one in place before: the interpreter's own, or a hook the user's code installed,
+    which still sees every import): notes what each import statement got (see _Inputs).
+    One for each time it is put in place: a hook that a module installs while it is in
+    place may call it as its original, and calls reach the ``prev`` of that time."""
+
+    def _noting_import(
+        name: str,
+        globals: Any = None,
+        locals: Any = None,
+        fromlist: Any = (),
+        level: int = 0,
+    ) -> Any:
+        mod = prev(name, globals, locals, fromlist, level)
+        stack = _reading()
+        if stack:
+            try:
+                _note_import(stack[-1], name, globals, fromlist, level)
+            except Exception:  # noqa: S110  (an odd __package__: nothing noted)
+                pass
+        return mod
+
+    return _noting_import
 
 
-_NOTING_CODE: Final = _noting_import.__code__
+_NOTING_CODE: Final = _noting_import_over(_real_import).__code__
+# While first imports run: the noting import in place and the __import__ it went over.
+_NOTING: list[tuple[Callable[..., Any], Any]] = []
+
+
+def _import_hook_code() -> Any:
+    """The code of the user's ``__import__`` hook in place (a Python function), if any."""
+    hook = builtins.__dict__.get("__import__")
+    if _NOTING and hook is _NOTING[0][0]:
+        hook = _NOTING[0][1]
+    return getattr(hook, "__code__", None)
+
+
 _IMPORT_NAME: Final = dis.opmap["IMPORT_NAME"]
 
 
@@ -700,7 +727,10 @@ class _Capture:
         with _ACTIVE_LOCK:
             _ACTIVE[0] += 1
             if _ACTIVE[0] == 1:
-                _own_write(builtins, "__import__", _noting_import)
+                prev = builtins.__dict__.get("__import__", _real_import)
+                noting = _noting_import_over(prev)
+                _NOTING.append((noting, prev))
+                _own_write(builtins, "__import__", noting)
                 if type(_environ) is _EnvironBase:
                     _environ.__class__ = _NotingEnviron
         try:
@@ -709,9 +739,15 @@ class _Capture:
             stack.pop()
             with _ACTIVE_LOCK:
                 _ACTIVE[0] -= 1
-                if _ACTIVE[0] == 0:
-                    if builtins.__dict__.get("__import__") is _noting_import:
-                        _own_write(builtins, "__import__", _real_import)
+                if _ACTIVE[0] == 0 and _NOTING:
+                    noting, prev = _NOTING.pop()
+                    if builtins.__dict__.get("__import__") is noting:
+                        _own_write(builtins, "__import__", prev)
+                    else:
+                        # The module put a hook of its own in place (over ours): it stays,
+                        # and what a reset puts back is the one before ours.
+                        collect_writes()
+                        LOG.replace_old(builtins, "__import__", noting, prev)
                     if type(_environ) is _NotingEnviron:
                         _environ.__class__ = _EnvironBase
             if show is not None and wd.get("_showwarnmsg") is seen:
@@ -1156,6 +1192,8 @@ def _imported_by_c() -> bool:
         return False
     if frame.f_back is None or frame.f_code is _NOTING_CODE:
         return False
+    if frame.f_code is _import_hook_code():
+        return False  # the user's __import__ hook, called by an import statement
     code = frame.f_code
     if code.co_filename.startswith("<frozen") or "__import__" in code.co_names:
         return False

@@ -878,3 +878,99 @@ def test_imports_that_load_another_module_lazily_or_bind_a_submodule_come_back(
     )
     result = _run(pytester, "--rootdir", str(proj), str(proj / "test_app.py"))
     result.assert_outcomes(passed=4)
+
+
+def test_an_import_hook_the_suite_installed_stays_and_sees_every_import(
+    pytester: pytest.Pytester,
+) -> None:
+    # dill installs its own builtins.__import__ when it is imported (at collection): a
+    # test's first import of a module put the interpreter's own back, so the next test
+    # ran without the hook; and the imports inside that first import bypassed it.
+    lib, proj = _lib_project(
+        pytester,
+        {
+            "hooked_new.py": "import colorsys\nVALUE = 1\n",
+            "hooked_other.py": "import graphlib\n",
+        },
+    )
+    (proj / "test_hook.py").write_text(
+        """
+import builtins
+
+SEEN = []
+_orig_import = builtins.__import__
+
+def _hook(name, *args, **kwds):
+    SEEN.append(name)
+    return _orig_import(name, *args, **kwds)
+
+builtins.__import__ = _hook
+
+def test_first_import_of_a_module():
+    import hooked_new
+    assert hooked_new.VALUE == 1
+    assert "hooked_new" in SEEN and "colorsys" in SEEN, SEEN
+    from isolator import _modules  # an import statement's, not C code's (no reference count)
+    assert "hooked_new" not in _modules.FINDER.from_c
+
+def test_hook_still_installed():
+    assert builtins.__import__ is _hook
+    import sys
+    assert "hooked_new" not in sys.modules  # unloaded, though the hook imported it
+
+def test_a_second_first_import():
+    import hooked_other
+    assert "graphlib" in SEEN, SEEN
+    assert builtins.__import__ is _hook
+"""
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal", proj
+    )
+    result.assert_outcomes(passed=3)
+
+
+def test_a_hook_installed_by_a_module_a_test_imports_over_isolators_own_does_not_loop(
+    pytester: pytest.Pytester,
+) -> None:
+    # A module imported inside a test installs a hook over whatever __import__ is in
+    # place then: isolator's own, while that first import runs.  Later first imports put
+    # isolator's in place over that hook, which calls the one it captured: no loop.
+    _, proj = _lib_project(
+        pytester,
+        {
+            "hooking.py": (
+                "import builtins\nCALLS = []\n_orig = builtins.__import__\n"
+                "def hook(name, *a, **k):\n    CALLS.append(name)\n"
+                "    return _orig(name, *a, **k)\nbuiltins.__import__ = hook\n"
+            ),
+            "later_a.py": "import colorsys\n",
+            "later_b.py": "import graphlib\n",
+        },
+    )
+    (proj / "test_loop.py").write_text(
+        """
+import builtins
+
+def test_installs_a_hook_and_imports_more():
+    import hooking
+    assert builtins.__import__ is hooking.hook
+    import later_a
+    assert "later_a" in hooking.CALLS and "colorsys" in hooking.CALLS
+
+def test_after_it():
+    assert builtins.__import__.__name__ == "__import__"  # the test's hook was put back
+    import later_b
+
+def test_installs_it_again():
+    import hooking
+    import later_b
+    assert "later_b" in hooking.CALLS
+"""
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal", proj
+    )
+    result.assert_outcomes(passed=3)
+    plain = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:isolator", proj)
+    plain.assert_outcomes(passed=2, failed=1)  # plain pytest keeps the first test's hook
