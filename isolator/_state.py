@@ -22,6 +22,7 @@ import _thread
 import ast
 import collections
 import contextvars
+import datetime
 import decimal
 import dis
 import functools
@@ -87,8 +88,20 @@ _IMMUTABLE: tuple[type, ...] = (
     decimal.Decimal,
 )
 # The same types exactly, for a set lookup before the isinstance() (most values walked
-# past are ints and strings, which the tuple check finds only after a few tries).
-_IMMUTABLE_EXACT: Final = frozenset(_IMMUTABLE)
+# past are ints and strings, which the tuple check finds only after a few tries); and
+# the standard library's date and time values, whose subclasses may have attributes to
+# change (pytz's memo of thousands of datetimes counted against a walk's bound, and its
+# entries were reported as watched in part).
+_IMMUTABLE_EXACT: Final = frozenset(
+    (
+        *_IMMUTABLE,
+        datetime.date,
+        datetime.datetime,
+        datetime.time,
+        datetime.timedelta,
+        datetime.timezone,
+    )
+)
 _SKIP_GLOBALS: tuple[type, ...] = (*_IMMUTABLE, types.ModuleType)
 # A function's defaults, keyword defaults, closure and attribute dict; all empty:
 # nothing of it to watch.

@@ -3388,3 +3388,32 @@ def test_memo_entries_keyed_by_enum_members_are_known_in_the_next_run(
     assert "lexer:_cache[('a+', re.DOTALL)]" in first and "earlier run" not in first
     assert "lexer:_cache[('a+', re.DOTALL)]" in second
     assert "1 as in an earlier run of the same code" in second
+
+
+def test_a_memo_of_thousands_of_datetimes_is_learned_whole(pytester: pytest.Pytester) -> None:
+    # pytz memoizes datetimes by timestamp (thousands).  A date or time value holds
+    # nothing to change, but each one counted against the walk's bound when the entries
+    # were learned: past 5,000 the rest were reported as "watched only in part".
+    pytester.makepyfile(
+        lib="""
+import datetime
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+_cache = {}
+def at(n):
+    if n not in _cache:
+        _cache[n] = (EPOCH + datetime.timedelta(seconds=n), datetime.timedelta(seconds=n))
+    return _cache[n]
+""",
+        test_lib="""
+import lib
+def test_fills(): assert [lib.at(i) for i in range(6000)][5999][0].minute == 39
+def test_fills_again(): assert [lib.at(i) for i in range(6000)][1][1].seconds == 1
+""",
+    )
+    for kept in _kept_lines_of_two_runs(pytester, passed=2)[1:]:
+        assert kept.startswith("kept 6000 memo entries"), kept
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator"
+    )
+    result.assert_outcomes(passed=2)
+    assert "watched only in part" not in result.stdout.str()
