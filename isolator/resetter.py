@@ -217,18 +217,36 @@ def _last_name(site: str) -> str:
     return names[-1] if names else ""
 
 
-def _stable_repr(key: object) -> str | None:
-    """``repr(key)`` when it names the same key in another process (atoms, enum members
-    such as ``re.DOTALL``, and tuples of them: no addresses, no hash order), else None."""
+def _stable_repr(key: object, depth: int = 0) -> str | None:
+    """A name of ``key`` that names the same key in another process, else None: its
+    ``repr`` for atoms, enum members such as ``re.DOTALL`` and tuples of them (no
+    addresses); for tuples and frozensets holding tuples or frozensets of them, the same
+    made of its items' names, a frozenset's in sorted order (not its hash order, which
+    differs between processes: html5lib's pattern memo is keyed by sets of characters)."""
     if _stable_atom(key) or (type(key) is tuple and all(map(_stable_atom, key))):
         return repr(key)
-    return None
+    kind = type(key)
+    if (kind is not tuple and kind is not frozenset) or depth >= _STABLE_DEPTH:
+        return None
+    names = [_stable_repr(item, depth + 1) for item in key]  # type: ignore[attr-defined]
+    if None in names:
+        return None
+    if kind is frozenset:
+        return f"frozenset({{{', '.join(sorted(names))}}})" if names else "frozenset()"  # type: ignore[arg-type]
+    return f"({names[0]},)" if len(names) == 1 else f"({', '.join(names)})"  # type: ignore[arg-type]
+
+
+# How deep tuples and frozensets nest in a key that gets a name (_stable_repr).
+_STABLE_DEPTH: Final = 4
 
 
 def _stable_atom(x: object) -> bool:
     if type(x) in _STABLE_ATOMS:
         return True
-    # (mako's pattern cache is keyed by a pattern and its re flags.)
+    # (mako's pattern cache is keyed by a pattern and its re flags; urllib.parse's by
+    # the types of its arguments.)
+    if type(x) is type:
+        return x.__module__ == "builtins"
     return isinstance(x, enum.Enum) and "0x" not in repr(x)
 
 

@@ -3417,3 +3417,50 @@ def test_fills_again(): assert [lib.at(i) for i in range(6000)][1][1].seconds ==
     )
     result.assert_outcomes(passed=2)
     assert "watched only in part" not in result.stdout.str()
+
+
+def test_memo_entries_keyed_by_sets_and_nested_tuples_are_known_in_the_next_run(
+    pytester: pytest.Pytester,
+) -> None:
+    # html5lib's pattern memo is keyed by (frozenset of characters, flag) and by nested
+    # tuples, urllib.parse's by argument types: such keys had no name that holds in
+    # another process (a set's order follows string hashes, which differ between
+    # processes), so every run learned them again.
+    pytester.makepyfile(
+        scanner="""
+        import re
+
+        _patterns = {}
+
+        def until(chars, opposite):
+            key = (chars, opposite)
+            if key not in _patterns:
+                body = "".join(re.escape(c) for c in sorted(chars))
+                _patterns[key] = re.compile(("[%s]+" if opposite else "[^%s]+") % body)
+            return _patterns[key]
+        """,
+        test_scanner="""
+        import scanner
+
+        SPACE = frozenset(" \\t\\n")
+
+        def test_1():
+            assert scanner.until(SPACE, True).match("  ")
+            assert scanner.until(("<", "&"), False).match("ab")
+
+        def test_2():
+            assert not scanner.until(SPACE, False).match(" ")
+            assert scanner.until(("<", "&"), False).match("b")
+            assert scanner.until(("x",), int).match("x")  # a builtin type in the key
+
+        def test_3():
+            assert scanner.until(SPACE, False).match("a")
+            assert scanner.until(("<", "&"), False).match("c")
+            assert scanner.until(("x",), int).match("xx")
+        """,
+    )
+    first, second = _kept_lines_of_two_runs(pytester, passed=3)
+    # (The one used by a single test is never recomputed: not learned.)
+    assert "kept 3 memo entries" in first and "earlier run" not in first, first
+    assert "kept 3 memo entries" in second, second
+    assert "3 as in an earlier run of the same code" in second, second
