@@ -206,6 +206,45 @@ class _Forked:
             pass
 
 
+# The console script's own module, once a forked child replaced it (its code is running).
+_SCRIPT_MAIN: list[Any] = []
+
+
+def _as_python_m_pytest_main() -> None:
+    """``sys.modules["__main__"]`` as under ``python -m pytest`` (the other branch's
+    child): pytest's ``__main__`` module, not the ``isolator`` console script.  Code that
+    looks at the main module's file sees pytest's: hypothesis scans "local" modules for
+    constants, and with the environment inside the project the script counted as one (it
+    wrote a file into the project that plain pytest does not)."""
+    import builtins
+    import importlib.util
+    import types
+
+    try:
+        spec = importlib.util.find_spec("pytest.__main__")
+    except (ImportError, ValueError):
+        return
+    if spec is None or spec.origin is None:
+        return
+    main = types.ModuleType("__main__")
+    main.__file__ = spec.origin
+    main.__cached__ = spec.cached  # type: ignore[attr-defined]
+    main.__loader__ = spec.loader
+    main.__package__ = "pytest"
+    main.__spec__ = spec
+    main.__builtins__ = builtins  # type: ignore[attr-defined]
+    try:
+        # Its body under its own name: its imports, not the run that `__main__` starts.
+        code = spec.loader.get_code(spec.name)  # type: ignore[union-attr]
+        main.__name__ = spec.name
+        exec(code, main.__dict__)  # noqa: S102
+    except Exception:  # noqa: S110  (the names it binds are a detail: the file is what counts)
+        pass
+    main.__name__ = "__main__"
+    _SCRIPT_MAIN.append(sys.modules.get("__main__"))
+    sys.modules["__main__"] = main
+
+
 def _start(cmd: list[str], env: dict[str, str]) -> Any:
     if not hasattr(os, "fork"):
         return subprocess.Popen(cmd, env=env)
@@ -228,6 +267,7 @@ def _start(cmd: list[str], env: dict[str, str]) -> Any:
         # The command line tests see, as under `python -m pytest` (the path the other
         # branch's child gets): not isolator's own `run --reset=...`.
         sys.argv = [os.path.join(os.path.dirname(pytest.__file__), "__main__.py"), *cmd[3:]]
+        _as_python_m_pytest_main()
         code = int(pytest.main(cmd[3:]))
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1

@@ -287,3 +287,23 @@ def test_tests_see_the_command_line_of_python_m_pytest_not_isolators(tmp_path: P
     )
     proc = _run(tmp_path, "isolator", "run", "--reset=minimal", "test_argv.py")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_tests_see_the_main_module_of_python_m_pytest_not_isolators(tmp_path: Path) -> None:
+    # hypothesis scans "local" modules, __main__ among them, for constants: with the
+    # environment inside the project, isolator's console script counted as local and
+    # hypothesis wrote a file into the project that plain pytest does not.  The main
+    # module is pytest's, as under `python -m pytest`.
+    (tmp_path / "test_main.py").write_text(
+        "import os, sys\n"
+        "def test_main():\n"
+        "    main = sys.modules['__main__']\n"
+        "    assert main.__name__ == '__main__'\n"
+        "    assert main.__spec__.name == 'pytest.__main__', main.__spec__\n"
+        "    assert main.__file__.endswith(os.path.join('pytest', '__main__.py'))\n"
+        "    assert main.__package__ == 'pytest'\n"
+    )
+    plain = _run(tmp_path, "pytest", "-p", "no:isolator", "test_main.py")
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    proc = _run(tmp_path, "isolator", "run", "--reset=minimal", "test_main.py")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
