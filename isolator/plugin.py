@@ -832,6 +832,11 @@ def _recover_dead_journals(cow: Any) -> list[str]:
         if pid != os.getpid() and alive(pid):
             continue
         out += recover_journal(os.path.join(cow, name))
+        if pid != os.getpid():
+            try:
+                os.rmdir(os.path.join(cow, name))  # a dead run's, emptied
+            except OSError:
+                pass  # not empty: what could not be put back stays
     return out
 
 

@@ -268,6 +268,14 @@ def settle_gc() -> None:
     gc.unfreeze()
 
 
+def _remove_empty_dir(path: str) -> None:
+    """Remove directory ``path`` if it is there and empty."""
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass  # not there, or not empty
+
+
 def _refused(exc: BaseException) -> str:
     return f"putting it back raised {type(exc).__name__}: {exc}"
 
@@ -752,6 +760,9 @@ class Resetter:
 
     def stop(self) -> None:
         self.end_test()
+        # Every backup was put back or let go by now: no empty directory is left behind
+        # for each run (one with backups of its own stays, for the next run to recover).
+        _remove_empty_dir(self.files.backup_dir)
         if _modules.FINDER in sys.meta_path:
             sys.meta_path.remove(_modules.FINDER)
         _modules.FINDER.clear()

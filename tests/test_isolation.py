@@ -3270,12 +3270,16 @@ def test_3():
     assert not os.path.exists("g.txt")
 """,
     )
+    # An empty backup directory of a run that ended long ago (its process is gone).
+    (pytester.path / ".isolator" / "cow" / "999999999").mkdir(parents=True)
     result = _isolated(pytester)
     result.assert_outcomes(passed=3)
     assert "could not reset" not in result.stdout.str()
     assert (pytester.path / "f.txt").read_text() == "orig"
     leftovers = [p for p in (pytester.path / ".isolator" / "cow").rglob("*") if p.is_file()]
     assert leftovers == []
+    # Nor an empty directory per run, this one's or the dead one's.
+    assert list((pytester.path / ".isolator" / "cow").iterdir()) == []
 
 
 def test_files_a_forked_test_wrote_before_it_crashed_are_put_back_before_the_next_test(
