@@ -120,6 +120,26 @@ class Scope:
     slot-only objects through their referents, table by table (see ``_state._SlotCheck``),
     other watches by comparing with their snapshots."""
 
+    # The flat lists: the tables' parts end to end (_PART_NAMES), and their segments
+    # (_SEG_NAMES, see _segments).
+    lives: list[Any]
+    snaps: list[Any]
+    cells: list[Any]
+    cell_old: list[Any]
+    fns: list[Any]
+    fn_defaults: list[Any]
+    fn_kwdefaults: list[Any]
+    caches: list[Any]
+    cache_sizes: list[Any]
+    plain_lives: list[Any]
+    plain_snaps: list[Any]
+    odd_lives: list[Any]
+    odd_snaps: list[Any]
+    plain_cells: list[Any]
+    plain_old: list[Any]
+    class_objs: list[Any]
+    class_old: list[Any]
+
     def __init__(self, tables: list[StateTable]):
         self.tables = tables
         self.hits: dict[StateTable, int] | None = None
@@ -137,27 +157,10 @@ class Scope:
         self._segs = list(map(_segments, parts))
         self._parts_epoch = parts_epoch[0]
         self._sizes_epoch = sizes_epoch[0]
-        (
-            self.lives,
-            self.snaps,
-            self.cells,
-            self.cell_old,
-            self.fns,
-            self.fn_defaults,
-            self.fn_kwdefaults,
-            self.caches,
-            self.cache_sizes,
-        ) = [list(_cat(map(g, parts))) for g in _PART]
-        (
-            self.plain_lives,
-            self.plain_snaps,
-            self.odd_lives,
-            self.odd_snaps,
-            self.plain_cells,
-            self.plain_old,
-            self.class_objs,
-            self.class_old,
-        ) = [list(_cat(map(g, self._segs))) for g in _SEG]
+        for name, get in zip(_PART_NAMES, _PART):
+            setattr(self, name, list(_cat(map(get, parts))))
+        for name, get in zip(_SEG_NAMES, _SEG):
+            setattr(self, name, list(_cat(map(get, self._segs))))
         self._per_table()
 
     def _splice(self) -> bool:
@@ -170,27 +173,8 @@ class Scope:
         changed = [j for j, t in enumerate(tables) if t._parts is not old[j]]
         if len(changed) > _FEW_SPLICED:
             return False
-        flats = (
-            self.lives,
-            self.snaps,
-            self.cells,
-            self.cell_old,
-            self.fns,
-            self.fn_defaults,
-            self.fn_kwdefaults,
-            self.caches,
-            self.cache_sizes,
-        )
-        seg_flats = (
-            self.plain_lives,
-            self.plain_snaps,
-            self.odd_lives,
-            self.odd_snaps,
-            self.plain_cells,
-            self.plain_old,
-            self.class_objs,
-            self.class_old,
-        )
+        flats = [getattr(self, name) for name in _PART_NAMES]
+        seg_flats = [getattr(self, name) for name in _SEG_NAMES]
         segs = self._segs
         # (``old`` and ``segs`` follow each splice: the next one's offsets hold.)
         for j in changed:
@@ -366,8 +350,17 @@ _NONES = itertools.repeat(None)
     _CACHE_SIZES,
 ) = range(9)
 _PART = [operator.itemgetter(k) for k in range(9)]
-# The positions in a table's segments (_segments).
+# The scope's flat list of each part, in that order.
+_PART_NAMES: Final = (
+    "lives", "snaps", "cells", "cell_old", "fns", "fn_defaults", "fn_kwdefaults", "caches",
+    "cache_sizes",
+)  # fmt: skip
+# The positions in a table's segments (_segments), and the scope's flat list of each.
 _SEG = [operator.itemgetter(k) for k in range(8)]
+_SEG_NAMES: Final = (
+    "plain_lives", "plain_snaps", "odd_lives", "odd_snaps", "plain_cells", "plain_old",
+    "class_objs", "class_old",
+)  # fmt: skip
 # Up to this many tables whose parts were made again are spliced into a scope's lists.
 _FEW_SPLICED = 8
 _cat = itertools.chain.from_iterable
