@@ -3355,45 +3355,6 @@ def test_a_fixture_error_shows_the_fixture_not_isolator(pytester: pytest.Pyteste
         assert out.count("RuntimeError: no locale") >= 2
 
 
-def test_memo_entries_keyed_by_enum_members_are_known_in_the_next_run(
-    pytester: pytest.Pytester,
-) -> None:
-    # mako's pattern cache is keyed by a pattern and its re flags: a key holding an enum
-    # member had no name that holds in another process, so what one run verified was
-    # verified again by the next.
-    pytester.makepyfile(
-        lexer="""
-        import re
-
-        _cache = {}
-
-        def compiled(pattern, flags):
-            try:
-                return _cache[(pattern, flags)]
-            except KeyError:
-                got = _cache[(pattern, flags)] = re.compile(pattern, flags)
-                return got
-        """,
-        test_lexer="""
-        import re
-        import lexer
-
-        def test_1():
-            assert lexer.compiled("a+", re.S).match("aa")
-
-        def test_2():
-            assert lexer.compiled("a+", re.S).match("a")
-
-        def test_3():
-            assert lexer.compiled("a+", re.S).match("aaa")
-        """,
-    )
-    first, second = _kept_lines_of_two_runs(pytester, passed=3)
-    assert "lexer:_cache[('a+', re.DOTALL)]" in first and "earlier run" not in first
-    assert "lexer:_cache[('a+', re.DOTALL)]" in second
-    assert "1 as in an earlier run of the same code" in second
-
-
 def test_a_memo_of_thousands_of_datetimes_is_learned_whole(pytester: pytest.Pytester) -> None:
     # pytz memoizes datetimes by timestamp (thousands).  A date or time value holds
     # nothing to change, but each one counted against the walk's bound when the entries
@@ -3416,20 +3377,19 @@ def test_fills_again(): assert [lib.at(i) for i in range(6000)][1][1].seconds ==
     )
     for kept in _kept_lines_of_two_runs(pytester, passed=2)[1:]:
         assert kept.startswith("kept 6000 memo entries"), kept
-    result = pytester.runpytest_subprocess(
-        "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator"
-    )
+    result = _isolated(pytester)
     result.assert_outcomes(passed=2)
     assert "watched only in part" not in result.stdout.str()
 
 
-def test_memo_entries_keyed_by_sets_and_nested_tuples_are_known_in_the_next_run(
+def test_memo_entries_keyed_by_enums_sets_nested_tuples_and_types_are_known_next_run(
     pytester: pytest.Pytester,
 ) -> None:
-    # html5lib's pattern memo is keyed by (frozenset of characters, flag) and by nested
-    # tuples, urllib.parse's by argument types: such keys had no name that holds in
-    # another process (a set's order follows string hashes, which differ between
-    # processes), so every run learned them again.
+    # mako's pattern cache is keyed by a pattern and its re flags (an enum member),
+    # html5lib's by (frozenset of characters, flag) and by nested tuples, urllib.parse's
+    # by argument types: such keys had no name that holds in another process (a set's
+    # order follows string hashes, which differ between processes), so what one run
+    # verified was verified again by the next.
     pytester.makepyfile(
         scanner="""
         import re
@@ -3444,6 +3404,7 @@ def test_memo_entries_keyed_by_sets_and_nested_tuples_are_known_in_the_next_run(
             return _patterns[key]
         """,
         test_scanner="""
+        import re
         import scanner
 
         SPACE = frozenset(" \\t\\n")
@@ -3456,15 +3417,19 @@ def test_memo_entries_keyed_by_sets_and_nested_tuples_are_known_in_the_next_run(
             assert not scanner.until(SPACE, False).match(" ")
             assert scanner.until(("<", "&"), False).match("b")
             assert scanner.until(("x",), int).match("x")  # a builtin type in the key
+            assert scanner.until("a", re.S).match("a")  # an enum member in the key
 
         def test_3():
             assert scanner.until(SPACE, False).match("a")
             assert scanner.until(("<", "&"), False).match("c")
             assert scanner.until(("x",), int).match("xx")
+            assert scanner.until("a", re.S).match("aa")
         """,
     )
     first, second = _kept_lines_of_two_runs(pytester, passed=3)
     # (The one used by a single test is never recomputed: not learned.)
-    assert "kept 3 memo entries" in first and "earlier run" not in first, first
-    assert "kept 3 memo entries" in second, second
-    assert "3 as in an earlier run of the same code" in second, second
+    assert "kept 4 memo entries" in first and "earlier run" not in first, first
+    assert "scanner:_patterns[('a', re.DOTALL)]" in first
+    assert "kept 4 memo entries" in second, second
+    assert "scanner:_patterns[('a', re.DOTALL)]" in second
+    assert "4 as in an earlier run of the same code" in second, second

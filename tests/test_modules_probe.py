@@ -886,7 +886,7 @@ def test_an_import_hook_the_suite_installed_stays_and_sees_every_import(
     # dill installs its own builtins.__import__ when it is imported (at collection): a
     # test's first import of a module put the interpreter's own back, so the next test
     # ran without the hook; and the imports inside that first import bypassed it.
-    lib, proj = _lib_project(
+    _, proj = _lib_project(
         pytester,
         {
             "hooked_new.py": "import colorsys\nVALUE = 1\n",
@@ -924,9 +924,7 @@ def test_a_second_first_import():
     assert builtins.__import__ is _hook
 """
     )
-    result = pytester.runpytest_subprocess(
-        "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal", proj
-    )
+    result = _run(pytester, str(proj))
     result.assert_outcomes(passed=3)
 
 
@@ -968,9 +966,7 @@ def test_installs_it_again():
     assert "later_b" in hooking.CALLS
 """
     )
-    result = pytester.runpytest_subprocess(
-        "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal", proj
-    )
+    result = _run(pytester, str(proj))
     result.assert_outcomes(passed=3)
     plain = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:isolator", proj)
     plain.assert_outcomes(passed=2, failed=1)  # plain pytest keeps the first test's hook

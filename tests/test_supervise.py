@@ -275,27 +275,21 @@ def test_after():
     assert got == [("test_after", True), ("test_crashes_after_passing", False)]
 
 
-def test_tests_see_the_command_line_of_python_m_pytest_not_isolators(tmp_path: Path) -> None:
+def test_tests_see_the_command_line_and_main_module_of_python_m_pytest_not_isolators(
+    tmp_path: Path,
+) -> None:
     # Code that parses sys.argv (a CLI's main() called without arguments) sees pytest's
-    # command line (`python -m pytest -p isolator ...`), not isolator's `run`.
+    # command line (`python -m pytest -p isolator ...`), not isolator's `run`.  And the
+    # main module is pytest's: hypothesis scans "local" modules, __main__ among them, for
+    # constants; with the environment inside the project, isolator's console script
+    # counted as local and hypothesis wrote a file into the project that plain pytest
+    # does not.
     (tmp_path / "test_argv.py").write_text(
         "import os, sys\n"
         "def test_argv():\n"
         "    assert os.path.basename(sys.argv[0]) == '__main__.py'\n"
         "    assert os.path.basename(os.path.dirname(sys.argv[0])) == 'pytest'\n"
         "    assert 'run' not in sys.argv and 'test_argv.py' in sys.argv\n"
-    )
-    proc = _run(tmp_path, "isolator", "run", "--reset=minimal", "test_argv.py")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-
-
-def test_tests_see_the_main_module_of_python_m_pytest_not_isolators(tmp_path: Path) -> None:
-    # hypothesis scans "local" modules, __main__ among them, for constants: with the
-    # environment inside the project, isolator's console script counted as local and
-    # hypothesis wrote a file into the project that plain pytest does not.  The main
-    # module is pytest's, as under `python -m pytest`.
-    (tmp_path / "test_main.py").write_text(
-        "import os, sys\n"
         "def test_main():\n"
         "    main = sys.modules['__main__']\n"
         "    assert main.__name__ == '__main__'\n"
@@ -303,7 +297,7 @@ def test_tests_see_the_main_module_of_python_m_pytest_not_isolators(tmp_path: Pa
         "    assert main.__file__.endswith(os.path.join('pytest', '__main__.py'))\n"
         "    assert main.__package__ == 'pytest'\n"
     )
-    plain = _run(tmp_path, "pytest", "-p", "no:isolator", "test_main.py")
+    plain = _run(tmp_path, "pytest", "-p", "no:isolator", "test_argv.py")
     assert plain.returncode == 0, plain.stdout + plain.stderr
-    proc = _run(tmp_path, "isolator", "run", "--reset=minimal", "test_main.py")
+    proc = _run(tmp_path, "isolator", "run", "--reset=minimal", "test_argv.py")
     assert proc.returncode == 0, proc.stdout + proc.stderr
