@@ -485,6 +485,15 @@ def _read(path: str) -> bytes:
         return f.read()
 
 
+def remove_empty_dir(path: str) -> None:
+    """Remove backup directory ``path`` when it is there and empty (a run's own at its end,
+    a dead run's once its journal is recovered); one still holding backups stays."""
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass  # not there, or not empty
+
+
 def _remove(path: str) -> None:
     if os.path.isdir(path) and not os.path.islink(path):
         shutil.rmtree(path, ignore_errors=True)

@@ -820,7 +820,7 @@ def _handoff(path: str, data: object) -> None:
 
 
 def _recover_dead_journals(cow: Any) -> list[str]:
-    from isolator._files import alive, recover_journal
+    from isolator._files import alive, recover_journal, remove_empty_dir
 
     out: list[str] = []
     if not os.path.isdir(cow):
@@ -833,10 +833,7 @@ def _recover_dead_journals(cow: Any) -> list[str]:
             continue
         out += recover_journal(os.path.join(cow, name))
         if pid != os.getpid():
-            try:
-                os.rmdir(os.path.join(cow, name))  # a dead run's, emptied
-            except OSError:
-                pass  # not empty: what could not be put back stays
+            remove_empty_dir(os.path.join(cow, name))  # a dead run's
     return out
 
 

@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from isolator import _modules
 from isolator._classes import CACHE_NAMES
-from isolator._files import FileGuard
+from isolator._files import FileGuard, remove_empty_dir
 from isolator._process import (
     LEFT_AS_IS,
     UNRESTORABLE,
@@ -266,14 +266,6 @@ def settle_gc() -> None:
         return
     gc.freeze()
     gc.unfreeze()
-
-
-def _remove_empty_dir(path: str) -> None:
-    """Remove directory ``path`` if it is there and empty."""
-    try:
-        os.rmdir(path)
-    except OSError:
-        pass  # not there, or not empty
 
 
 def _refused(exc: BaseException) -> str:
@@ -762,7 +754,7 @@ class Resetter:
         self.end_test()
         # Every backup was put back or let go by now: no empty directory is left behind
         # for each run (one with backups of its own stays, for the next run to recover).
-        _remove_empty_dir(self.files.backup_dir)
+        remove_empty_dir(self.files.backup_dir)
         if _modules.FINDER in sys.meta_path:
             sys.meta_path.remove(_modules.FINDER)
         _modules.FINDER.clear()
