@@ -16,7 +16,13 @@ keeps every type, every atomic value and every edge:
   by a structural signature, refined until the items part; items alike at every depth
   wait until other pairings tell them apart, and only then is one pairing guessed;
 * objects reachable from both values (classes, functions, enum members, shared
-  singletons) must map to themselves.
+  singletons) must map to themselves;
+* classes and functions the computation itself defines are made anew each time (a
+  factory's class statements, the methods in them, the closures it returns): two such
+  are one definition run twice when their code is one, and then pair as objects do.
+  Those defined inside a function count only when that function is code of the memo's
+  own module (``home``): a test's class statement, registered by name in a library's
+  registry, is the test's own and no memo entry.
 
 Every pair is checked when it is made, so "the same" is always backed by a complete,
 consistent map; "not the same" may be a missed match, which only costs the memo.
@@ -85,22 +91,56 @@ class _NotSame(Exception):
     pass
 
 
-def _twin_classes(x: Any, y: Any) -> bool:
+def _twins(x: Any, y: Any, home: str | None) -> bool:
+    """Whether ``x`` and ``y``, distinct objects of one type compared by identity, may be
+    one definition made twice (see the module docstring); their parts then pair."""
+    t = type(x)
+    if t is types.FunctionType:
+        # One ``def`` run twice: a nested function's code is a constant of the code
+        # around it, so both have the very same code object, and one module namespace.
+        return (
+            x.__code__ is y.__code__
+            and x.__globals__ is y.__globals__
+            and home is not None
+            and x.__module__ == home == y.__module__
+        )
+    if t is types.MemberDescriptorType:
+        # A ``__slots__`` entry of twin classes (paired through their namespaces).
+        return bool(x.__name__ == y.__name__)
+    return _twin_classes(x, y, home)
+
+
+def _twin_classes(x: Any, y: Any, home: str | None = None) -> bool:
     """Whether ``x`` and ``y`` may be one class made twice: a ``type(name, bases,
     namespace)`` call run once per computation (cerberus builds its schema validator
-    class on first use).  Both classes of one metaclass, defined in Python, with one
-    name; the rest is paired as any object's (bases, namespace).  Not a class statement
-    inside a function (``<locals>`` in its name): a test that defines a class registers
-    it (marshmallow's class registry), and that entry is the test's own, not a memo."""
+    class on first use), or a class statement in a function of the memo's own module
+    ``home`` (html5lib's parser phases, built on first use).  Both classes of one
+    metaclass, defined in Python, with one name; the rest is paired as any object's
+    (bases, namespace).  A class statement inside a function of another module is not:
+    a test that defines a class registers it (marshmallow's class registry), and that
+    entry is the test's own, not a memo."""
     return (
         isinstance(x, type)
         and isinstance(y, type)
         and bool(x.__flags__ & y.__flags__ & _HEAPTYPE)
         and x.__qualname__ == y.__qualname__
-        and "<locals>" not in x.__qualname__
         and x.__module__ == y.__module__
+        and ("<locals>" not in x.__qualname__ or (home is not None and x.__module__ == home))
         and len(x.__bases__) == len(y.__bases__)
     )
+
+
+_EMPTY_CELL: Final = object()  # stands for an empty closure cell, as _UNSET for a slot
+
+
+def _cell_contents(fn: types.FunctionType) -> tuple[Any, ...]:
+    out = []
+    for cell in fn.__closure__ or ():
+        try:
+            out.append(cell.cell_contents)
+        except ValueError:
+            out.append(_EMPTY_CELL)
+    return tuple(out)
 
 
 # A class's own descriptors for its instances' __dict__ and weak references: one per class.
@@ -130,8 +170,10 @@ def _same_pattern(x: Any, y: Any) -> bool:
         return False
 
 
-def same_value(a: object, b: object, budget: int = _BUDGET) -> bool:
-    """Whether ``a`` and ``b`` are isomorphic object graphs (see the module docstring)."""
+def same_value(a: object, b: object, budget: int = _BUDGET, home: str | None = None) -> bool:
+    """Whether ``a`` and ``b`` are isomorphic object graphs (see the module docstring);
+    ``home``: the name of the memo's module, whose functions' own class statements and
+    nested functions may be made anew by the computation."""
     if a is b:
         return True
     # A tuple per pair made: the collections that would set off (traversing a freshly
@@ -139,7 +181,7 @@ def same_value(a: object, b: object, budget: int = _BUDGET) -> bool:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _Matcher(budget).run(a, b)
+        return _Matcher(budget, home).run(a, b)
     except _NotSame:
         return False
     except Exception:  # a broken __eq__, __hash__ or property: cannot tell
@@ -150,8 +192,9 @@ def same_value(a: object, b: object, budget: int = _BUDGET) -> bool:
 
 
 class _Matcher:
-    def __init__(self, budget: int):
+    def __init__(self, budget: int, home: str | None = None):
         self.budget = budget
+        self.home = home
         self.ab: dict[int, Any] = {}
         self.ba: dict[int, Any] = {}
         self.work: deque[tuple[Any, Any]] = deque()
@@ -182,7 +225,7 @@ class _Matcher:
         ab, ba, kinds, kind, work = self.ab, self.ba, self.kinds, self.kind, self.work
         push, pop = work.append, work.popleft
         missing, addr = _MISSING, _addr
-        budget = self.budget
+        budget, home = self.budget, self.home
         while True:
             for x, y in pairs:
                 ix = addr(x)
@@ -208,7 +251,7 @@ class _Matcher:
                     ab[ix] = x
                     ba[iy] = y
                     continue
-                if t is not type(y) or (k == _IDENT and not _twin_classes(x, y)):
+                if t is not type(y) or (k == _IDENT and not _twins(x, y, home)):
                     raise _NotSame  # distinct code objects, types or modules
                 budget -= 1
                 if budget < 0:
@@ -310,7 +353,19 @@ class _Matcher:
     def expand(self, x: Any, y: Any, k: int) -> list[tuple[Any, Any]]:
         """What ``x`` and ``y`` of the less common kinds refer to, paired up."""
         if k == _IDENT:
-            # Twin classes (see _twin_classes): their bases and namespaces pair.
+            # Twins (see _twins): what each definition made pairs.
+            t = type(x)
+            if t is types.FunctionType:
+                names = (x.__name__, x.__qualname__, x.__doc__)
+                return [
+                    (names, (y.__name__, y.__qualname__, y.__doc__)),
+                    (x.__defaults__, y.__defaults__),
+                    (x.__kwdefaults__, y.__kwdefaults__),
+                    (_cell_contents(x), _cell_contents(y)),
+                    (x.__dict__, y.__dict__),
+                ]
+            if t is types.MemberDescriptorType:
+                return [(x.__objclass__, y.__objclass__)]
             return [(x.__bases__, y.__bases__), (_class_namespace(x), _class_namespace(y))]
         if k == _LEAF:
             # A leaf with state of its own in C (decimals, dates, patterns, partials):
@@ -569,8 +624,13 @@ class _Matcher:
                 return hash((t, i))
             return hash((t, node.__name__, self.sig(owner, depth)))
         if k == _IDENT:
+            # Twins sign alike.
             if isinstance(node, type) and node.__flags__ & _HEAPTYPE:
-                return hash((t, node.__module__, node.__qualname__))  # twins sign alike
+                return hash((t, node.__module__, node.__qualname__))
+            if t is types.FunctionType:
+                return hash((t, _addr(node.__code__)))
+            if t is types.MemberDescriptorType:
+                return hash((t, node.__name__))
             return hash((t, i))
         # Already paired: both sides' mapped nodes must sign alike.
         if i in self.ab:

@@ -1212,14 +1212,17 @@ class Resetter:
             # locale data, a few megabytes a locale).
             del self.memo[key]
             return False
-        if allowed() and same_value(seen[0], v):  # (the cheaper question first)
+        home: str | None = site.partition(":")[0]
+        if home in self.test_code:
+            home = None  # (a test's own definitions are no memo's)
+        if allowed() and same_value(seen[0], v, home=home):  # (the cheaper question first)
             self.memo[key] = (v, seen[1] + 1, seen[2])
             self._memo_sites.add(site)
             name = _stable_repr(k)
             if name is not None:
                 self.memo_verified.setdefault(site, set()).add(name)
             return True
-        if site in self._observed_pending and same_value(seen[0], v):
+        if site in self._observed_pending and same_value(seen[0], v, home=home):
             # A memo code reads itself, recomputed the same: worth naming in the summary
             # (a registry of what tests define is not).
             self.observed_memos[site] = None

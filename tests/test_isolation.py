@@ -1917,6 +1917,65 @@ def test_warns(n):
     assert _kept_line(result).endswith("(learn_memo): once:Validator")
 
 
+def test_a_memo_of_classes_its_function_defines_is_learned_and_a_tests_class_is_not(
+    pytester: pytest.Pytester,
+) -> None:
+    # html5lib builds its parser's phase classes in a memoised function on first use:
+    # reset after every test, every test built them again.  Built twice, they are one
+    # definition run twice, and the entry is learned; what a later test changes in a
+    # class of it is put back.  A registry that the tests fill with classes of their own,
+    # looked up first as a memo is, is not learned: each test registers its own class,
+    # as in a fresh process.
+    pytester.makepyfile(
+        phases="""
+def memoize(func):
+    cache = {}
+    def wrapped(*args):
+        if args not in cache:
+            cache[args] = func(*args)
+        return cache[args]
+    return wrapped
+@memoize
+def get_phases(debug):
+    def log(fn):
+        def wrapped(self, *args):
+            return fn(self, *args)
+        return wrapped if debug else fn
+    class Phase:
+        __slots__ = ("parser",)
+        def process(self, token):
+            return (type(self).__name__, token)
+    class Initial(Phase):
+        __slots__ = ()
+        process = log(Phase.process)
+    return {"initial": Initial, "base": Phase}
+_registry = {}
+def register(name, cls):
+    if name not in _registry:
+        _registry[name] = cls
+    return _registry[name]
+""",
+        test_phases="""
+import pytest, phases
+@pytest.mark.parametrize("n", range(3))
+def test_parse(n):
+    assert phases.get_phases(False)["initial"]().process(n) == ("Initial", n)
+def test_changes_a_class():
+    phases.get_phases(False)["initial"].marker = "changed"
+def test_sees_no_change():
+    assert not hasattr(phases.get_phases(False)["initial"], "marker")
+@pytest.mark.parametrize("n", range(3))
+def test_registers_its_own(n):
+    class Schema:
+        fields = ("a",)
+    assert phases.register("Schema", Schema) is Schema
+""",
+    )
+    for kept in _kept_lines_of_two_runs(pytester, passed=8):
+        assert kept.startswith("kept 1 memo entry"), kept
+        assert kept.endswith("phases:get_phases.<closure>.cache[(False,)]"), kept
+
+
 def test_a_class_attribute_loaded_on_first_use_is_learned_and_a_set_one_is_not(
     pytester: pytest.Pytester,
 ) -> None:

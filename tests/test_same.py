@@ -197,6 +197,60 @@ def test_a_class_built_twice_by_one_factory_is_the_same() -> None:
     assert not same_value(defined(), defined())
 
 
+def test_classes_and_functions_a_function_of_the_memos_module_defines_pair() -> None:
+    # A memo function that builds classes and closures on each call (html5lib's parser
+    # phases): made twice, they are the same value when that function is code of the
+    # memo's own module (``home``), and only then.
+    def phases(flag: int) -> dict[str, object]:
+        def log(fn):  # type: ignore[no-untyped-def]
+            def wrapped(*args):  # type: ignore[no-untyped-def]
+                return fn(*args)
+
+            return wrapped
+
+        class Phase:
+            __slots__ = ("parser",)
+
+            def process(self, token: object) -> object:
+                return super().__repr__(), flag, token
+
+        class Initial(Phase):
+            __slots__ = ()
+            handler = log(Phase.process)
+
+            def start(self, x: list[int] = [1, 2]) -> list[int]:  # noqa: B006
+                return x
+
+        return {"initial": Initial, "base": Phase, "log": log}
+
+    home = __name__
+    assert same_value(phases(1), phases(1), home=home)
+    assert not same_value(phases(1), phases(1))  # a class statement of unknown code
+    assert not same_value(phases(1), phases(1), home="elsewhere")
+    assert not same_value(phases(1), phases(2), home=home)  # a closure's value differs
+    a, b = phases(1), phases(1)
+    b["initial"].start.__defaults__ = ([1, 3],)  # type: ignore[attr-defined]
+    assert not same_value(a, b, home=home)
+    a, b = phases(1), phases(1)
+    b["initial"].start.__dict__["marked"] = True  # type: ignore[attr-defined]
+    assert not same_value(a, b, home=home)
+
+    def one() -> object:
+        def f() -> int:
+            return 1
+
+        return f
+
+    def another() -> object:
+        def f() -> int:
+            return 1
+
+        return f
+
+    assert same_value(one(), one(), home=home)
+    assert not same_value(one(), another(), home=home)  # two definitions: two codes
+
+
 def test_the_collector_is_left_as_it_was() -> None:
     assert gc.isenabled()
     assert same_value(machine(5), machine(5))
