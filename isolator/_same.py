@@ -18,8 +18,9 @@ keeps every type, every atomic value and every edge:
 * objects reachable from both values (classes, functions, enum members, shared
   singletons) must map to themselves;
 * classes and functions the computation itself defines are made anew each time (a
-  factory's class statements, the methods in them, the closures it returns): two such
-  are one definition run twice when their code is one, and then pair as objects do.
+  factory's class statements, the methods in them, the closures it returns, a module
+  object it fills with them): two such are one definition run twice when their code is
+  one (a module: when neither is imported), and then pair as objects do.
   Those defined inside a function count only when that function is code of the memo's
   own module (``home``): a test's class statement, registered by name in a library's
   registry, is the test's own and no memo entry.
@@ -44,11 +45,11 @@ import operator
 import sys
 import types
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import chain, repeat
 from typing import Any, Final
 
-from isolator._state import _slot_names
+from isolator._state import _slot_names, made_module
 
 _ATOMS: Final = (int, float, complex, str, bytes, bool, type(None))
 # Compared by identity only: code and types are never rebuilt by a memoised computation.
@@ -107,6 +108,11 @@ def _twins(x: Any, y: Any, home: str | None) -> bool:
     if t is types.MemberDescriptorType:
         # A ``__slots__`` entry of twin classes (paired through their namespaces).
         return bool(x.__name__ == y.__name__)
+    if t is types.ModuleType:
+        # A module object a factory makes (html5lib's tree builders, ``ModuleType(name)``
+        # filled with the classes of one call): not imported, so no module of the
+        # process's.
+        return home is not None and made_module(x) and made_module(y) and x.__name__ == y.__name__
     return _twin_classes(x, y, home)
 
 
@@ -130,6 +136,12 @@ def _twin_classes(x: Any, y: Any, home: str | None = None) -> bool:
     )
 
 
+# Built-in wrappers a class body makes, by what they wrap (all of their state).
+_DESCRIBED: Final[dict[type, Callable[[Any], tuple[Any, ...]]]] = {
+    property: lambda p: (p.fget, p.fset, p.fdel, p.__doc__),
+    staticmethod: lambda m: (m.__func__, getattr(m, "__dict__", None)),
+    classmethod: lambda m: (m.__func__, getattr(m, "__dict__", None)),
+}
 _EMPTY_CELL: Final = object()  # stands for an empty closure cell, as _UNSET for a slot
 
 
@@ -366,8 +378,14 @@ class _Matcher:
                 ]
             if t is types.MemberDescriptorType:
                 return [(x.__objclass__, y.__objclass__)]
+            if t is types.ModuleType:
+                return [(x.__dict__, y.__dict__)]
             return [(x.__bases__, y.__bases__), (_class_namespace(x), _class_namespace(y))]
         if k == _LEAF:
+            parts = _DESCRIBED.get(type(x))
+            if parts is not None:
+                # A class's property or static/class method: what it wraps pairs.
+                return [(parts(x), parts(y))]
             # A leaf with state of its own in C (decimals, dates, patterns, partials):
             # only its own equality can tell.
             if getattr(type(x), "__eq__", None) is object.__eq__ or not bool(x == y):
@@ -629,7 +647,7 @@ class _Matcher:
                 return hash((t, node.__module__, node.__qualname__))
             if t is types.FunctionType:
                 return hash((t, _addr(node.__code__)))
-            if t is types.MemberDescriptorType:
+            if t is types.MemberDescriptorType or t is types.ModuleType:
                 return hash((t, node.__name__))
             return hash((t, i))
         # Already paired: both sides' mapped nodes must sign alike.

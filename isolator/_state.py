@@ -532,6 +532,14 @@ class StateTable:
                 getattr(type(value), "__module__", None), prefixes
             ):
                 self._watch(site, value.__dict__, dict(value.__dict__), INSTANCE, None)
+            elif made_module(value):
+                # A module object that code made and filled, never imported (html5lib's
+                # tree builders, held by a memo): no table of its own tracks it.
+                d = value.__dict__
+                self._watch(site, d, dict(d), INSTANCE, None)
+                for k, v in list(d.items())[:_MAX_ELEMENTS_PER_CONTAINER]:
+                    if type(v) not in _IMMUTABLE_EXACT and not isinstance(v, _IMMUTABLE):
+                        self._walk(f"{site}.{k}", v, modname, prefixes, depth + 1, budget)
             return
         if isinstance(value, dict):
             if len(value) > _MAX_ELEMENTS_PER_CONTAINER:
@@ -865,6 +873,10 @@ class StateTable:
                 inside = list(v)[:_MAX_ELEMENTS_PER_CONTAINER]
             elif isinstance(v, (set, bytearray, array, type)) or cls is types.FunctionType:
                 pass  # (one watch, or a project class's or function's own walk)
+            elif isinstance(v, types.ModuleType):
+                if not made_module(v):
+                    continue  # an imported module: a table of its own
+                inside = list(v.__dict__.values())[:_MAX_ELEMENTS_PER_CONTAINER]
             elif d > _MAX_INSTANCE_DEPTH or not _is_project(
                 getattr(cls, "__module__", None), prefixes
             ):
@@ -1542,6 +1554,19 @@ def _getattr_or_error(obj: object, name: str) -> object:
         return getattr(obj, name, _EMPTY)
     except Exception as e:
         return e
+
+
+def made_module(m: types.ModuleType) -> bool:
+    """Whether ``m`` is a module object that code made and filled (``ModuleType(name)``),
+    not one imported: no spec, no file, and not the process's module of its name."""
+    d = m.__dict__
+    name = d.get("__name__")
+    return (
+        d.get("__spec__") is None
+        and "__file__" not in d
+        and isinstance(name, str)
+        and sys.modules.get(name) is not m
+    )
 
 
 def _slot_names(cls: type) -> tuple[str, ...]:

@@ -801,9 +801,13 @@ class Resetter:
         added, replaced, deleted = self.modules.full_diff() if force else self.modules.diff()
         kept: list[str] = []
         if added or replaced or deleted:
+            leaving = self._project_snapshots(added) if self.learn_memo or self.keep else []
             reset, kept = self.modules.restore(added, replaced, deleted)
             out.writes += reset
             out.reset += reset
+            for name, mod, t in leaving:
+                if _modules.FINDER.cache.get(name) is mod:
+                    self._learn_in_unloaded(t, out)
         if not self._collected:
             _modules.collect_writes()  # not right after a test (between plan sequences)
         self._collected = False
@@ -862,6 +866,37 @@ class Resetter:
                 self._reset_counts.update(resets)  # counted in C
                 resets.clear()
         return out
+
+    def _project_snapshots(
+        self, names: list[str]
+    ) -> list[tuple[str, types.ModuleType, StateTable]]:
+        """The project modules among ``names`` (imported by the test) that come back from
+        a snapshot of their state when imported again, with that snapshot's table."""
+        out = []
+        mods, fresh = sys.modules, _modules.FINDER.fresh
+        for n in names:
+            m = mods.get(n)
+            if not isinstance(m, types.ModuleType):
+                continue
+            if n not in self.project and not self.is_project(m):
+                continue
+            f = fresh.get(m)
+            restore = f[3] if f is not None else None
+            t = getattr(restore, "__self__", None)
+            if isinstance(t, StateTable):
+                out.append((n, m, t))
+        return out
+
+    def _learn_in_unloaded(self, t: StateTable, out: Outcome) -> None:
+        """Memo entries a test added in a project module it imported, unloaded now: a
+        later test that imports it again gets it back as its first import left it, and
+        would compute the entries again.  Those recomputed the same are learned into that
+        snapshot as into the baseline (html5lib's tree builders, made on first use in a
+        module imported on first use); the rest is put back now.  What this finds is no
+        write of the test's: the module is gone for the tests after it."""
+        scratch = Outcome()
+        self._reset_table(t, scratch, False)
+        out.unrestorable += scratch.unrestorable
 
     @property
     def reset_counts(self) -> Counter[str]:

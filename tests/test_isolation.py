@@ -1976,6 +1976,63 @@ def test_registers_its_own(n):
         assert kept.endswith("phases:get_phases.<closure>.cache[(False,)]"), kept
 
 
+def test_a_memo_in_a_module_imported_on_first_use_is_learned_into_its_snapshot(
+    pytester: pytest.Pytester,
+) -> None:
+    # html5lib imports its tree builders on first use, and each builds its classes into a
+    # module object once, in a memoised factory.  Unloaded after each test and brought
+    # back as its first import left it, the builder was made again by every test.  The
+    # entry, recomputed the same by a later test, now comes back with the module; what a
+    # test changes in it is still put back, and the module is still gone after each test.
+    pytester.makepyfile(
+        **{
+            "pkg/__init__.py": """
+def build():
+    from . import lazy
+    return lazy.get_builder("x")
+""",
+            "pkg/lazy.py": """
+from types import ModuleType
+def factory_factory(factory):
+    cache = {}
+    def make(name):
+        if name not in cache:
+            mod = ModuleType("_%s_factory" % name)
+            mod.__dict__.update(factory(name))
+            cache[name] = mod
+        return cache[name]
+    return make
+def _builder(name):
+    class Node:
+        kind = name
+        def _get(self):
+            return self.kind
+        label = property(_get)
+        @staticmethod
+        def make():
+            return Node()
+    return {"Node": Node}
+get_builder = factory_factory(_builder)
+""",
+            "test_lazy.py": """
+import sys, pytest, pkg
+@pytest.mark.parametrize("n", range(3))
+def test_build(n):
+    assert pkg.build().Node.make().label == "x"
+def test_changes_the_class():
+    pkg.build().Node.kind = "changed"
+def test_sees_no_change():
+    assert pkg.build().Node.make().label == "x"
+def test_not_imported_yet():
+    assert "pkg.lazy" not in sys.modules
+""",
+        }
+    )
+    for kept in _kept_lines_of_two_runs(pytester, passed=6):
+        assert kept.startswith("kept 1 memo entry"), kept
+        assert kept.endswith("pkg.lazy:get_builder.<closure>.cache['x']"), kept
+
+
 def test_a_class_attribute_loaded_on_first_use_is_learned_and_a_set_one_is_not(
     pytester: pytest.Pytester,
 ) -> None:

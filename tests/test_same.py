@@ -7,6 +7,7 @@ import functools
 import gc
 import sys
 import textwrap
+import types
 
 import pytest
 
@@ -249,6 +250,25 @@ def test_classes_and_functions_a_function_of_the_memos_module_defines_pair() -> 
 
     assert same_value(one(), one(), home=home)
     assert not same_value(one(), another(), home=home)  # two definitions: two codes
+
+    def module(label: str) -> types.ModuleType:
+        made = types.ModuleType("_made_factory")
+
+        class Node:
+            def _get(self) -> str:
+                return label
+
+            name = property(_get)
+            build = staticmethod(lambda: Node())
+            alt = classmethod(lambda cls: cls)
+
+        made.Node = Node  # type: ignore[attr-defined]
+        return made
+
+    assert same_value(module("a"), module("a"), home=home)
+    assert not same_value(module("a"), module("b"), home=home)
+    assert not same_value(module("a"), module("a"))
+    assert not same_value(types, functools, home=home)  # imported modules: identity only
 
 
 def test_the_collector_is_left_as_it_was() -> None:
