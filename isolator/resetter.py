@@ -103,6 +103,16 @@ def _always() -> bool:
     return True
 
 
+def _compiled_from(old: object, new: object) -> bool:
+    """Whether ``new`` is a regular expression compiled from ``old``, its source."""
+    return (
+        isinstance(new, re.Pattern)
+        and type(old) in (str, bytes)
+        and type(new.pattern) is type(old)
+        and new.pattern == old
+    )
+
+
 _LIB_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
 
 
@@ -1140,6 +1150,12 @@ class Resetter:
                     continue
                 if klass or k not in live:
                     return keys  # removed (an evicting cache), or a class attribute rebound
+                if _compiled_from(snap[k], live[k]):
+                    # A pattern compiled in place of its source on first use (docutils'
+                    # state machines compile their classes' pattern tables so): the
+                    # in-place form of a memo entry.
+                    added.append((k, live[k]))
+                    continue
                 # A rebound entry is put back, and does not stop the entries added beside it
                 # from being learned (freezegun's module cache is keyed by __name__, which
                 # io and _io share: their entries flip on every use).

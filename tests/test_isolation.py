@@ -2033,6 +2033,47 @@ def test_not_imported_yet():
         assert kept.endswith("pkg.lazy:get_builder.<closure>.cache['x']"), kept
 
 
+def test_a_pattern_compiled_in_place_of_its_source_is_learned(
+    pytester: pytest.Pytester,
+) -> None:
+    # docutils' state machines compile the pattern tables of their classes on first use,
+    # each compiled pattern in place of its source; put back after every test, they were
+    # compiled again by every test.  A pattern compiled from the entry's source is the
+    # in-place form of a memo entry; another value bound there is put back.
+    pytester.makepyfile(
+        lib="""
+import re
+class Machine:
+    patterns = {"word": r"[a-z]+", "num": r"[0-9]+"}
+    def match(self, name, text):
+        pattern = self.patterns[name]
+        if not hasattr(pattern, "match"):
+            pattern = self.patterns[name] = re.compile(pattern)
+        return pattern.fullmatch(text) is not None
+""",
+        test_a="""
+import lib
+def test_1():
+    assert lib.Machine().match("word", "abc")
+def test_2():
+    assert lib.Machine().match("word", "abc")
+""",
+        # (A module whose tests write the table: it is no memo for them.)
+        test_b="""
+import re, lib
+def test_rebinds():
+    lib.Machine.patterns["num"] = re.compile("[a-z]+")
+    assert lib.Machine().match("num", "abc")
+def test_sees_the_source_again():
+    assert not lib.Machine().match("num", "abc")
+    assert lib.Machine().match("word", "abc")
+""",
+    )
+    for kept in _kept_lines_of_two_runs(pytester, passed=4):
+        assert kept.startswith("kept 1 memo entry"), kept
+        assert kept.endswith("lib:Machine.patterns['word']"), kept
+
+
 def test_a_class_attribute_loaded_on_first_use_is_learned_and_a_set_one_is_not(
     pytester: pytest.Pytester,
 ) -> None:
