@@ -12,7 +12,8 @@ override is a command-line option recorded in ``SuiteInfo.options``.
 
 Usage::
 
-    python experiments/suites.py [six parso marshmallow gen mpmath]   # prepare, print commands
+    # prepare, print commands
+    python experiments/suites.py [six parso marshmallow gen mpmath bleach docutils]
 """
 
 from __future__ import annotations
@@ -96,6 +97,29 @@ SPECS: dict[str, SuiteSpec] = {
         targets=("tests",),
         install_self=True,
         why="3.26.1: last 3.x, runs on Python 3.10-3.13; test extra: simplejson",
+    ),
+    # Not in the default benchmark: suites where memo learning decides the cost (the
+    # fifteenth round), for `bench_reset.py --suites bleach,docutils`.
+    "bleach": SuiteSpec(
+        name="bleach",
+        requirement="bleach==6.4.0",
+        test_deps=("tinycss2>=1.1.0",),  # its `css` extra, which its tests use
+        options=_COMMON,
+        targets=("tests",),
+        install_self=True,
+        why=(
+            "6.4.0: vendors html5lib, whose parser phases and tree builders are built on "
+            "first use in memoised functions"
+        ),
+    ),
+    "docutils": SuiteSpec(
+        name="docutils",
+        requirement="docutils==0.23",
+        test_deps=("pygments",),
+        options=_COMMON,
+        targets=("test",),
+        install_self=True,
+        why="0.23: its state machines compile their classes' pattern tables on first use",
     ),
     "gen": SuiteSpec(
         name="gen",
