@@ -7,7 +7,11 @@ run interleaved on the same machine state. Each version's ``isolator/`` package 
 (``git archive``) into a temporary directory that goes first on ``PYTHONPATH`` of the
 suite's venv (where isolator is installed editable); plain pytest gets the same
 ``PYTHONPATH`` length. Repeats are interleaved in a rotated order after one untimed warm-up
-of each configuration (byte-compilation of the exported copies).
+of each configuration (byte-compilation of the exported copies). Each version keeps its
+own ``.isolator`` store, moved into the suite directory for its runs only: memo entries
+that one version verified would otherwise be kept at once by the other, which may not be
+able to learn them (the suite's own store is put back at the end); the warm-up is where
+each learns.
 
 Usage::
 
@@ -20,6 +24,7 @@ Prints a table and writes commits.json and commits.png to ``--out``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -29,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +66,19 @@ def _export(rev: str | None, dest: Path) -> str:
         raise SystemExit(f"bench_commits: error: no revision {rev!r} in this repository")
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
     return _git("rev-parse", "--short", rev)
+
+
+@contextlib.contextmanager
+def _store_of(suite: Path, stores: Path, label: str) -> Iterator[None]:
+    """``label``'s own ``.isolator`` store in place in ``suite`` while its run lasts."""
+    here, kept = suite / ".isolator", stores / label
+    if kept.exists():
+        os.replace(kept, here)
+    try:
+        yield
+    finally:
+        if here.exists():
+            os.replace(here, kept)
 
 
 def _git(*args: str) -> str:
@@ -127,22 +146,33 @@ def main(argv: list[str] | None = None) -> int:
             walls: dict[str, list[float]] = {k: [] for k in configs}
             counts: dict[str, dict[str, int]] = {}
             labels = list(configs)
-            for rep in range(args.repeat + 1):
-                order = labels[rep % 3 :] + labels[: rep % 3]
-                for label in order:
-                    cmd, e = configs[label]
-                    res = harness.measure(cmd, info.path, e, work / f"{name}-{label}.log")
-                    if res.rc not in (0, 1):
-                        raise SystemExit(
-                            f"bench_commits: error: {name} {label} exited {res.rc}: "
-                            f"{harness.tail(res.log)}"
+            stores = work / f"{name}-stores"
+            stores.mkdir()
+            own = info.path / ".isolator"
+            if own.exists():
+                os.replace(own, stores / "suite")
+            try:
+                for rep in range(args.repeat + 1):
+                    order = labels[rep % 3 :] + labels[: rep % 3]
+                    for label in order:
+                        cmd, e = configs[label]
+                        with _store_of(info.path, stores, label):
+                            res = harness.measure(cmd, info.path, e, work / f"{name}-{label}.log")
+                        if res.rc not in (0, 1):
+                            raise SystemExit(
+                                f"bench_commits: error: {name} {label} exited {res.rc}: "
+                                f"{harness.tail(res.log)}"
+                            )
+                        counts[label] = res.counts
+                        if rep:  # the first round is the warm-up
+                            walls[label].append(res.wall_s)
+                        print(
+                            f"[{name}] rep {rep}/{args.repeat} {label:5s} {res.wall_s:.2f}s",
+                            flush=True,
                         )
-                    counts[label] = res.counts
-                    if rep:  # the first round is the warm-up
-                        walls[label].append(res.wall_s)
-                    print(
-                        f"[{name}] rep {rep}/{args.repeat} {label:5s} {res.wall_s:.2f}s", flush=True
-                    )
+            finally:
+                if (stores / "suite").exists() and not own.exists():
+                    os.replace(stores / "suite", own)
             if not (counts["plain"] == counts["base"] == counts["head"]):
                 raise SystemExit(f"bench_commits: error: {name}: outcomes differ: {counts}")
             med = {k: statistics.median(v) for k, v in walls.items()}
