@@ -881,14 +881,13 @@ class Resetter:
         self, names: list[str]
     ) -> list[tuple[str, types.ModuleType, StateTable]]:
         """The project modules among ``names`` (imported by the test) that come back from
-        a snapshot of their state when imported again, with that snapshot's table."""
+        a snapshot of their state when imported again, with that snapshot's table (only a
+        project module's first import has one: see :meth:`_module_snapshot`)."""
         out = []
         mods, fresh = sys.modules, _modules.FINDER.fresh
         for n in names:
             m = mods.get(n)
             if not isinstance(m, types.ModuleType):
-                continue
-            if n not in self.project and not self.is_project(m):
                 continue
             f = fresh.get(m)
             restore = f[3] if f is not None else None
