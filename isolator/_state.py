@@ -1317,6 +1317,33 @@ class StateTable:
         fn.__defaults__ = d
         fn.__kwdefaults__ = kw
 
+    def restore_changed(self) -> list[tuple[str, Exception]]:
+        """What :meth:`restore_all` does, to the watches and extras that differ from their
+        snapshots only.  A reinstated project module's snapshot was put back when the
+        module was unloaded; usually nothing changed it since, and this is one comparison
+        of version tags instead of a restore of every watch."""
+        idx, pending = self.dirty_watches()
+        caches, cells, defaults, _ = self.dirty_extras(True, ALL_KINDS & ~OPAQUE)
+        refused = []
+        failed: set[int] = set()
+        for i in idx:
+            try:
+                self.restore(i)
+            except Exception as exc:
+                refused.append((self.sites[i], exc))
+                failed.add(i)
+        if pending:
+            vidx = self.vidx
+            self.verified([j for j in pending if vidx[j] not in failed])  # type: ignore[index]
+        for i in caches:
+            if self.caches[i][2] == 0:
+                self.restore_cache(i)
+        for i in cells:
+            self.restore_cell(i)
+        for i in defaults:
+            self.restore_defaults(i)
+        return refused
+
     def restore_all(self) -> list[tuple[str, Exception]]:
         """Restore every watch unconditionally (``--reset=full``); returns the sites whose
         objects refused (their own code raised), left as they are."""

@@ -423,6 +423,48 @@ def test_third():
     plain.assert_outcomes(passed=1, failed=2)
 
 
+def test_a_project_module_changed_while_unloaded_comes_back_as_its_import_left_it(
+    pytester: pytest.Pytester,
+) -> None:
+    # The middle test changes the containers of ``pkg.lazy`` while the module is
+    # unloaded (no test imported it: it finds the module object among all objects). The
+    # module's state was put back when it was unloaded; its reinstatement must still see
+    # the change and put it back.
+    pytester.makepyfile(
+        **{
+            "pkg/__init__.py": "",
+            "pkg/lazy.py": "CACHE = {}\nITEMS = [1]\nSEEN = {'a'}\n",
+        }
+    )
+    pytester.makepyfile(
+        test_held="""
+import gc, types
+
+def test_import():
+    from pkg import lazy
+    assert lazy.CACHE == {} and lazy.ITEMS == [1] and lazy.SEEN == {'a'}
+
+def test_change_unloaded():
+    found = [
+        m for m in gc.get_objects()
+        if isinstance(m, types.ModuleType) and m.__name__ == "pkg.lazy"
+    ]
+    assert len(found) == 1
+    found[0].CACHE["k"] = 1
+    found[0].ITEMS.append(2)
+    found[0].SEEN.add('b')
+
+def test_import_again():
+    from pkg import lazy
+    assert lazy.CACHE == {} and lazy.ITEMS == [1] and lazy.SEEN == {'a'}
+"""
+    )
+    _run(pytester, "-v").assert_outcomes(passed=3)
+    # In one plain process the last test sees the change.
+    plain = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:isolator")
+    plain.assert_outcomes(passed=2, failed=1)
+
+
 def test_a_module_comes_back_only_from_where_an_import_would_find_it(
     pytester: pytest.Pytester,
 ) -> None:
