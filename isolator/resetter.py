@@ -434,6 +434,9 @@ class Resetter:
         self._read_by_tests: dict[str, set[str]] = {}
         # Learned entries of those dicts: site -> (the dict, its learned keys).
         self._learned: dict[str, tuple[Any, set[Any]]] = {}
+        # Names of the project modules whose first import took a snapshot of their state
+        # (see _module_snapshot): the only ones _project_snapshots looks at.
+        self._snapshotted: set[str] = set()
         self.swapped: list[types.ModuleType] = []
         self.frames: list[Frame] = []
         self.threads: set[threading.Thread] = set()
@@ -661,7 +664,8 @@ class Resetter:
             t.add_module(mod, (*self.project, mod.__name__), self._imported_names(mod))
         except Exception:
             return None
-        return t.restore_all
+        self._snapshotted.add(mod.__name__)
+        return t.restore_changed
 
     def _imported_names(self, mod: types.ModuleType) -> frozenset[str]:
         """Globals of ``mod`` that are the very objects of another tracked module's globals,
@@ -883,9 +887,14 @@ class Resetter:
         """The project modules among ``names`` (imported by the test) that come back from
         a snapshot of their state when imported again, with that snapshot's table (only a
         project module's first import has one: see :meth:`_module_snapshot`)."""
-        out = []
+        out: list[tuple[str, types.ModuleType, StateTable]] = []
+        snapshotted = self._snapshotted
+        if snapshotted.isdisjoint(names):
+            return out  # (library modules: most tests that import anything import only those)
         mods, fresh = sys.modules, _modules.FINDER.fresh
         for n in names:
+            if n not in snapshotted:
+                continue
             m = mods.get(n)
             if not isinstance(m, types.ModuleType):
                 continue
