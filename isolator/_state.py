@@ -1472,7 +1472,9 @@ class _VarView:
         old = snap[0]
         if old is _EMPTY:
             if self.default is _EMPTY:
-                raise LookupError(f"{self.var.name} had no value, and has no default")
+                if not _unset_in_context(self.var):
+                    raise LookupError(f"{self.var.name} had no value, and has no default")
+                return
             old = self.default
         self.var.set(old)
 
@@ -1483,6 +1485,80 @@ def _var_default(var: contextvars.ContextVar[Any]) -> object:
         return contextvars.Context().run(var.get)
     except LookupError:
         return _EMPTY
+
+
+# The context _unset_in_context made the running thread's current one, if any.
+_ENTERED: list[contextvars.Context] = []
+
+
+def _context_api() -> Any:
+    """CPython's ``PyContext_Enter`` and ``PyContext_Exit`` (None: not available)."""
+    if sys.implementation.name != "cpython":
+        return None
+    try:
+        import ctypes
+
+        api = ctypes.pythonapi
+        enter, leave = api.PyContext_Enter, api.PyContext_Exit
+    except (ImportError, AttributeError):
+        return None
+    for fn in (enter, leave):
+        fn.argtypes = [ctypes.py_object]
+        fn.restype = ctypes.c_int
+    return enter, leave
+
+
+def _unset_in_context(var: contextvars.ContextVar[Any]) -> bool:
+    """Take ``var``'s value out of the running thread's current context, as a fresh
+    process has it: no value.  Python can only set a variable or reset it with the token
+    of a ``set``, and a context's mapping cannot be changed from outside; so a new context
+    is made holding every other variable's value as it is now, and entered through the
+    C API in its place (the context entered last time is left first, when it is still
+    the current one, so that they do not pile up).  False: not possible here."""
+    api = _context_api()
+    if api is None:
+        return False
+    enter, leave = api
+    values = [(v, x) for v, x in contextvars.copy_context().items() if v is not var]
+    fresh = contextvars.Context()
+
+    def fill() -> None:
+        for v, x in values:
+            v.set(x)
+
+    try:
+        fresh.run(fill)
+    except Exception:
+        return False
+    if _ENTERED:
+        try:
+            leave(_ENTERED[-1])
+            _ENTERED.pop()
+        except RuntimeError:
+            pass  # something entered a context on top of it since: the new one goes on top
+    try:
+        enter(fresh)
+    except RuntimeError:
+        return False
+    _ENTERED.append(fresh)
+    return var.get(_EMPTY) is _EMPTY
+
+
+def leave_entered_context() -> None:
+    """At the end of the session: back to the context the session started in (a caller
+    that runs pytest inside ``Context.run`` must find it current when the run returns),
+    with the variables' values as they are now (but those taken out, which it still has)."""
+    api = _context_api() if _ENTERED else None
+    if api is None:
+        return
+    values = list(contextvars.copy_context().items())
+    try:
+        api[1](_ENTERED[-1])
+    except RuntimeError:
+        return  # something entered a context on top of ours: leave both as they are
+    _ENTERED.pop()
+    for v, x in values:
+        v.set(x)
 
 
 class _SlotCheck:

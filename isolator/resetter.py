@@ -60,6 +60,7 @@ from isolator._state import (
     StateTable,
     _diff_keys,
     cache_dict,
+    leave_entered_context,
     moved_entries,
     nested_code,
 )
@@ -774,6 +775,7 @@ class Resetter:
         _modules.FINDER.clear()
         _modules.unwatch(self.swapped)
         self.swapped = []
+        leave_entered_context()
 
     # ------------------------------------------------------------- check & reset
 
