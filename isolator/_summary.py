@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from isolator.plugin import IsolatorPlugin
 
 _TOP = 8
+_COSTLY = 10  # resets of a memo cache not learned before the summary names it
 WORKEROUTPUT_KEY = "isolator_summary"
 
 
@@ -36,6 +37,7 @@ def collect(core: IsolatorPlugin) -> dict[str, Any]:
         "truncated": [s for t in r.tables.values() for s in t.truncated],
         "emptied": [list(e) for e in r.emptied],
         "observed_memos": list(r.observed_memos),
+        "impure_memos": list(r.impure_memos),
         "memo_unaffordable": list(r.memo_unaffordable),
         "unforked": list(core.unforked),
     }
@@ -63,6 +65,7 @@ def merge(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
         "truncated": a["truncated"] + [s for s in b["truncated"] if s not in a["truncated"]],
         "emptied": a["emptied"] + [e for e in b["emptied"] if e not in a["emptied"]],
         "observed_memos": list(dict.fromkeys(a["observed_memos"] + b["observed_memos"])),
+        "impure_memos": list(dict.fromkeys(a.get("impure_memos", []) + b.get("impure_memos", []))),
         "memo_unaffordable": list(
             dict.fromkeys(a.get("memo_unaffordable", []) + b.get("memo_unaffordable", []))
         ),
@@ -106,6 +109,7 @@ def write(data: dict[str, Any], fork_file: str, tr: Any) -> None:
             + ", ".join(kept[:_TOP])
         )
     _observed_memos(tr, data["observed_memos"], counts)
+    _impure_memos(tr, data.get("impure_memos", []), counts)
     large: list[str] = data.get("memo_unaffordable", [])
     if large:
         tr.write_line(
@@ -178,6 +182,23 @@ def _observed_memos(tr: Any, sites: list[str], counts: dict[str, int]) -> None:
             "not learned, as code reads them itself (a test counting their entries would "
             "see other tests' entries; `keep` in [tool.isolator] shares them where that is "
             "safe): " + ", ".join(f"{site} ({n} resets)" for site, n in found[:_TOP])
+        )
+
+
+def _impure_memos(tr: Any, sites: list[str], counts: dict[str, int]) -> None:
+    """The memo caches not learned because their functions read state a test can change
+    (a data file, the environment), by how often they were emptied, when that is often
+    enough to cost: the first place to look in a suite that runs slower isolated."""
+    found = sorted(
+        ((site, counts.get(site, 0)) for site in sites if counts.get(site, 0) >= _COSTLY),
+        key=lambda sn: -sn[1],
+    )
+    if found:
+        tr.write_line(
+            "not learned, as their functions read files, the environment or the clock, or "
+            "warn, log or print (a test that changes those must see them computed anew; "
+            "`keep` in [tool.isolator] shares them where no test does): "
+            + ", ".join(f"{site} ({n} resets)" for site, n in found[:_TOP])
         )
 
 

@@ -429,6 +429,9 @@ class Resetter:
         # entry was recomputed the same, in the order found: the summary names them, with
         # what `keep` would do.
         self.observed_memos: dict[str, None] = {}
+        # Memo caches not learned because their functions read the process's changing
+        # state (files, the environment, clocks) or show something (warn, log, print).
+        self.impure_memos: dict[str, None] = {}
         self._observed_pending: dict[str, None] = {}  # not learned, not yet recomputed
         # Dict memos that only test modules read themselves: site -> those modules.  Their
         # entries are learned, and hidden from the tests of those modules (begin_test).
@@ -1330,10 +1333,15 @@ class Resetter:
         if t.modname.startswith("<"):
             return False
         declared = bool(self.keep) and any(fnmatch.fnmatchcase(site, p) for p in self.keep)
-        if not declared and not (
-            self.learn_memo and self._pure_cached(site, fn) and not self._observed(site, True)
-        ):
-            return False  # (asked first: the verdicts are kept, the entries are many)
+        if not declared:
+            # (Asked first: the verdicts are kept, the entries are many.)
+            if not self.learn_memo:
+                return False
+            if not self._pure_cached(site, fn):
+                self.impure_memos[site] = None  # (the summary names the costly ones)
+                return False
+            if self._observed(site, True):
+                return False
         entries = cache_dict(fn)
         if entries is None:
             return False

@@ -2499,6 +2499,40 @@ def test_only_what_it_loads():
     assert not any(line.startswith("kept ") for line in result.outlines)
 
 
+def test_the_summary_names_a_memo_cache_not_learned_because_it_reads_a_file(
+    pytester: pytest.Pytester,
+) -> None:
+    # chardet's models: a cached loader of a package data file is computed again after
+    # every test that uses it (a test may change the file). The summary names it, with
+    # how often it was emptied; declared in `keep`, it is shared and the line goes.
+    pytester.makepyfile(
+        models="""
+import functools, os
+@functools.cache
+def load():
+    with open(os.path.join(os.path.dirname(__file__), "table.txt")) as f:
+        return f.read()
+""",
+        test_models="""
+import pytest, models
+@pytest.mark.parametrize("i", range(12))
+def test_uses_the_table(i):
+    assert models.load() == "a b c"
+""",
+    )
+    (pytester.path / "table.txt").write_text("a b c")
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=12)
+    result.stdout.fnmatch_lines(
+        ["not learned, as their functions read files*`keep`*: models:load (12 resets)"]
+    )
+    pytester.makepyprojecttoml("[tool.isolator]\nkeep = ['models:load']\n")
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=12)
+    assert not any("read files" in line for line in result.outlines)
+    assert "models:load(())" in _kept_line(result)
+
+
 def test_a_memo_only_a_test_module_reads_is_learned_and_hidden_from_that_modules_tests(
     pytester: pytest.Pytester,
 ) -> None:
