@@ -43,6 +43,17 @@ def collect(core: IsolatorPlugin) -> dict[str, Any]:
     }
 
 
+def _union(a: list[Any], b: list[Any]) -> list[Any]:
+    """``a``, then what of ``b`` is not in it (in linear time: a worker's list of learned
+    memo entries runs to thousands)."""
+    seen = set(map(_hashable, a))
+    return a + [x for x in b if _hashable(x) not in seen]
+
+
+def _hashable(x: Any) -> Any:
+    return tuple(x) if isinstance(x, list) else x  # ([site, reason] pairs, from JSON)
+
+
 def merge(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
     """The summary of two parts of one run (workers' own state is their own: the lists
     of objects not watched are the same objects in each, listed once)."""
@@ -56,14 +67,14 @@ def merge(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
         "dirty_tests": a["dirty_tests"] + b["dirty_tests"],
         "overhead": a["overhead"] + b["overhead"],
         "reset_counts": dict(counts),
-        "memo_kept": a["memo_kept"] + [m for m in b["memo_kept"] if m not in a["memo_kept"]],
+        "memo_kept": _union(a["memo_kept"], b["memo_kept"]),
         "memo_prior_kept": a["memo_prior_kept"] + b["memo_prior_kept"],
         "recovered": a["recovered"] + b["recovered"],
         "unrestorable": {**a["unrestorable"], **b["unrestorable"]},
         "fork_reasons": {**a["fork_reasons"], **b["fork_reasons"]},
-        "unwalkable": a["unwalkable"] + [u for u in b["unwalkable"] if u not in a["unwalkable"]],
-        "truncated": a["truncated"] + [s for s in b["truncated"] if s not in a["truncated"]],
-        "emptied": a["emptied"] + [e for e in b["emptied"] if e not in a["emptied"]],
+        "unwalkable": _union(a["unwalkable"], b["unwalkable"]),
+        "truncated": _union(a["truncated"], b["truncated"]),
+        "emptied": _union(a["emptied"], b["emptied"]),
         "observed_memos": list(dict.fromkeys(a["observed_memos"] + b["observed_memos"])),
         "impure_memos": list(dict.fromkeys(a.get("impure_memos", []) + b.get("impure_memos", []))),
         "memo_unaffordable": list(

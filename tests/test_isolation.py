@@ -3670,3 +3670,30 @@ def test_memo_entries_keyed_by_enums_sets_nested_tuples_and_types_are_known_next
     assert "kept 4 memo entries" in second, second
     assert "scanner:_patterns[('a', re.DOTALL)]" in second
     assert "4 as in an earlier run of the same code" in second, second
+
+
+def test_under_xdist_the_summary_counts_memo_entries_learned_on_both_workers_once(
+    pytester: pytest.Pytester,
+) -> None:
+    # Both workers learn the same hundreds of entries: the summary lists each one once.
+    pytester.makepyfile(
+        memo="""
+        MEMO = {}
+
+        def memo(key):
+            if key not in MEMO:
+                MEMO[key] = str(key) * 2
+            return MEMO[key]
+        """,
+        test_memo="""
+        import pytest
+        from memo import memo
+
+        @pytest.mark.parametrize("i", range(12))
+        def test_fill(i):
+            assert [memo(k) for k in range(300)] == [str(k) * 2 for k in range(300)]
+        """,
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator", "-n", "2")
+    result.assert_outcomes(passed=12)
+    result.stdout.fnmatch_lines(["kept 300 memo entries *(learn_memo): memo:MEMO[*"])
