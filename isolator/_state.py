@@ -849,6 +849,8 @@ class StateTable:
         ``depth``: the containers and project objects in it not watched yet, as the walk
         finds them (within its depth bounds).  Counting stops past ``limit``.  What a
         learned memo entry costs every later check, known before it is learned."""
+        if type(value) in _IMMUTABLE_EXACT:
+            return 0  # (most memo values: a number, a string, a date)
         seen = self._seen
         counted: set[int] = set()
         n = 0

@@ -228,6 +228,11 @@ def _last_name(site: str) -> str:
     return names[-1] if names else ""
 
 
+def _call_name(site: str, key: object) -> str:
+    """How the summary names a functools cache entry: the call it memoizes."""
+    return f"{site}({key!r})"
+
+
 def _stable_repr(key: object, depth: int = 0) -> str | None:
     """A name of ``key`` that names the same key in another process, else None: its
     ``repr`` for atoms, enum members such as ``re.DOTALL`` and tuples of them (no
@@ -1219,6 +1224,18 @@ class Resetter:
                 return self._may_learn(site)
             return self._may_learn(site) and not self._seen_by_code(site, hide_ok=True)
 
+        # A dict's entries share one verdict (it names the site, not the key): asked once
+        # for all of them (pytz's datetime memos gain thousands of entries in one test).
+        dict_verdict: list[bool] = []
+
+        def dict_allowed() -> bool:
+            if not dict_verdict:
+                dict_verdict.append(allowed(None))
+            return dict_verdict[0]
+
+        # What the baseline walk would name the entries' depth (see StateTable._entry_site).
+        depth = 0 if module else t.depths[i] + 1
+        prefixes = tuple(self.project)
         for k, v in added:
             if declared:
                 if nothing_beside():
@@ -1228,9 +1245,12 @@ class Resetter:
                 break
             if (site, k) in self._unaffordable:
                 continue
-            if self._recomputed_same(site, k, v, functools.partial(allowed, k)):
-                if self._affordable(t, site, k, v, t._entry_site(i, k)[1], entry_name(k)):
-                    keep.append((k, v))
+            if self._recomputed_same(
+                site, k, v, functools.partial(allowed, k) if module or klass else dict_allowed
+            ) and self._affordable(
+                t, site, k, v, depth, functools.partial(entry_name, k), prefixes
+            ):
+                keep.append((k, v))
         if keep:
             # What a kept entry holds is watched from now on (after the other watches of
             # this check: new ones go at the end of the table).
@@ -1301,7 +1321,16 @@ class Resetter:
         self.memo[key] = (v if misses < _MEMO_MISSES else None, 0, misses)
         return False
 
-    def _affordable(self, t: StateTable, site: str, k: Any, v: Any, depth: int, name: str) -> bool:
+    def _affordable(
+        self,
+        t: StateTable,
+        site: str,
+        k: Any,
+        v: Any,
+        depth: int,
+        name: Callable[[], str],
+        prefixes: tuple[str, ...] | None = None,
+    ) -> bool:
         """Whether watching memo entry ``k``'s value ``v`` (recomputed the same: about to
         be learned) fits what learning may add to every later check: at most one walk's
         worth of watches (a larger value would be watched in part only), and within what
@@ -1311,7 +1340,9 @@ class Resetter:
         longer compared (its held value is let go), and is named in the summary."""
         limit = min(self._kept_budget, _MAX_WATCHES_PER_MODULE)
         try:
-            cost = t.walk_cost(v, depth, tuple(self.project), limit)
+            cost = t.walk_cost(
+                v, depth, tuple(self.project) if prefixes is None else prefixes, limit
+            )
         except Exception:
             cost = limit + 1  # (its own code raised: not walked either)
         if cost <= limit:
@@ -1320,7 +1351,7 @@ class Resetter:
         self._unaffordable.add((site, k))
         self.memo[(site, k)] = (None, 0, _MEMO_MISSES)
         if len(self.memo_unaffordable) < 100:
-            self.memo_unaffordable.append(name[:200])
+            self.memo_unaffordable.append(name()[:200])
         return False
 
     def _keep_cache(self, t: StateTable, i: int) -> bool:
@@ -1361,7 +1392,7 @@ class Resetter:
             or (
                 (site, k) not in self._unaffordable
                 and self._recomputed_same(site, k, v, _always)  # (purity asked above)
-                and self._affordable(t, site, k, v, 1, f"{site}({k!r})")
+                and self._affordable(t, site, k, v, 1, functools.partial(_call_name, site, k))
             )
         ]
         if not keep:
@@ -1370,7 +1401,7 @@ class Resetter:
         base.update(keep)
         t.cache_pure.add(i)
         self._kept_values.append((t, site, keep))
-        self.memo_kept += [f"{site}({k!r})" for k, _ in keep]
+        self.memo_kept += [_call_name(site, k) for k, _ in keep]
         if len(keep) == len(added):
             t.caches[i] = (site, fn, len(base))
             t.cache_changed(i)  # (its sizer and baseline count)
