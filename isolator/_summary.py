@@ -28,6 +28,7 @@ def collect(core: IsolatorPlugin) -> dict[str, Any]:
         "dirty_tests": core.dirty_tests,
         "overhead": core.overhead,
         "reset_counts": dict(r.reset_counts),
+        "containers": _containers(r),
         "memo_kept": list(r.memo_kept),
         "memo_prior_kept": r.memo_prior_kept,
         "recovered": list(core.recovered),
@@ -67,6 +68,7 @@ def merge(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
         "dirty_tests": a["dirty_tests"] + b["dirty_tests"],
         "overhead": a["overhead"] + b["overhead"],
         "reset_counts": dict(counts),
+        "containers": {**a.get("containers", {}), **b.get("containers", {})},
         "memo_kept": _union(a["memo_kept"], b["memo_kept"]),
         "memo_prior_kept": a["memo_prior_kept"] + b["memo_prior_kept"],
         "recovered": a["recovered"] + b["recovered"],
@@ -108,8 +110,7 @@ def write(data: dict[str, Any], fork_file: str, tr: Any) -> None:
         "re-imports not counted)"
     )
     if counts:
-        top = Counter(counts).most_common(_TOP)
-        tr.write_line("most reset: " + ", ".join(f"{s} ({n})" for s, n in top))
+        tr.write_line("most reset: " + ", ".join(_most_reset(counts, data.get("containers", {}))))
     kept, prior = data["memo_kept"], data["memo_prior_kept"]
     if kept:
         tr.write_line(
@@ -178,6 +179,43 @@ def write(data: dict[str, Any], fork_file: str, tr: Any) -> None:
         tr.write_line(
             f"{len(truncated)} large object(s) watched only in part: " + ", ".join(truncated[:_TOP])
         )
+
+
+def _containers(r: Any) -> dict[str, str]:
+    """Each reset site that is an entry of a watched dict -> that dict's site (the
+    innermost, for dicts in dicts): the summary counts a dict's entries together."""
+    from isolator._state import DICT
+
+    dicts = {s for t in r.tables.values() for s, k in zip(t.sites, t.kinds) if k == DICT}
+    out: dict[str, str] = {}
+    for site in r.reset_counts:
+        if not site.endswith("]"):
+            continue
+        # The key's repr may hold brackets: the dict is the longest prefix ending before a
+        # "[" that names a watched dict.
+        j = len(site)
+        while (j := site.rfind("[", 0, j)) > 0:
+            if site[:j] in dicts:
+                out[site] = site[:j]
+                break
+    return out
+
+
+def _most_reset(counts: dict[str, int], containers: dict[str, str]) -> list[str]:
+    """The sites reset most, a dict's entries counted as one site when several of them
+    were reset (a memo keyed by hundreds of arguments: each entry alone is reset only a
+    few times, together they may be the run's biggest cost)."""
+    entries: Counter[str] = Counter(containers[s] for s in counts if s in containers)
+    total: Counter[str] = Counter()
+    for site, n in counts.items():
+        owner = containers.get(site)
+        total[owner if owner is not None and entries[owner] > 1 else site] += n
+    return [
+        f"{site} ({n} resets of {entries[site]} entries)"
+        if entries.get(site, 0) > 1
+        else f"{site} ({n})"
+        for site, n in total.most_common(_TOP)
+    ]
 
 
 def _observed_memos(tr: Any, sites: list[str], counts: dict[str, int]) -> None:

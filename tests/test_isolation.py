@@ -3697,3 +3697,39 @@ def test_under_xdist_the_summary_counts_memo_entries_learned_on_both_workers_onc
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator", "-n", "2")
     result.assert_outcomes(passed=12)
     result.stdout.fnmatch_lines(["kept 300 memo entries *(learn_memo): memo:MEMO[*"])
+
+
+def test_most_reset_counts_the_entries_of_one_dict_together(pytester: pytest.Pytester) -> None:
+    # Each test registers its own three names: every entry is reset once, and only all
+    # of them together show what the run spends on that dict.  A global rebound by
+    # every test is listed as before, and so is a dict with one entry reset.
+    pytester.makepyfile(
+        reg="""
+        SEEN = {}
+        OTHER = {}
+        LAST = None
+
+        def see(name):
+            SEEN[name] = object()
+        """,
+        test_reg="""
+        import pytest
+        import reg
+
+        @pytest.mark.parametrize("i", range(12))
+        def test_see(i):
+            for j in range(3):
+                reg.see(f"k{i}_{j}")
+            reg.LAST = i
+            assert len(reg.SEEN) == 3
+
+        def test_other():
+            reg.OTHER["only"] = 1
+        """,
+    )
+    result = _isolated(pytester)
+    result.assert_outcomes(passed=13)
+    line = next(ln for ln in result.stdout.lines if ln.startswith("most reset: "))
+    assert line.startswith("most reset: reg:SEEN (36 resets of 36 entries), reg:LAST (12)"), line
+    assert "reg:OTHER['only'] (1)" in line, line
+    assert "reg:SEEN[" not in line, line
