@@ -762,21 +762,49 @@ def test_an_unloaded_module_rewritten_without_invalidating_caches_is_executed_ag
             "monkeypatch.setattr(libsrc, 'mode', lambda: 'test')",
         ),
         (
+            "from libsrc import mode\nMODE = mode()\n",
+            "monkeypatch.setattr(libsrc, 'mode', libsrc.dev)",
+            "monkeypatch.setattr(libsrc, 'mode', libsrc.tst)",
+        ),
+        (
+            "import fakereg\nMODE = fakereg.NAME\n",
+            "monkeypatch.setitem(sys.modules, 'fakereg', libsrc.DEV)",
+            "monkeypatch.setitem(sys.modules, 'fakereg', libsrc.TEST)",
+        ),
+        (
             "import sys\nMODE = 'dev' if sys.platform == 'dev-os' else 'test'\n",
             "monkeypatch.setattr(sys, 'platform', 'dev-os')",
             "pass",
         ),
     ],
-    ids=["getenv", "whole-environ", "sys.modules", "from-import", "platform"],
+    ids=[
+        "getenv",
+        "whole-environ",
+        "sys.modules",
+        "from-import",
+        "from-import-same-object",
+        "sys.modules-same-object",
+        "platform",
+    ],
 )
 def test_a_module_is_executed_again_when_what_its_first_import_read_differs(
     pytester: pytest.Pytester, module: str, first: str, second: str
 ) -> None:
     # Settings read at import time: a later test that sets them differently and imports
     # the module gets, in a fresh interpreter, a module executed with its own settings.
+    # The test in the middle imports it with the first test's settings (the same objects
+    # where it can): it comes back as itself, and what made that check pass must not
+    # hold for the last test.
     lib = pytester.mkdir("lib")
     (lib / "readsit.py").write_text(module)
-    (lib / "libsrc.py").write_text("def mode():\n    return 'prod'\n")
+    (lib / "libsrc.py").write_text(
+        "import types\n"
+        "def mode():\n    return 'prod'\n"
+        "def dev():\n    return 'dev'\n"
+        "def tst():\n    return 'test'\n"
+        "DEV = types.SimpleNamespace(NAME='dev')\n"
+        "TEST = types.SimpleNamespace(NAME='test')\n"
+    )
     proj = pytester.mkdir("proj")
     (proj / "conftest.py").write_text(
         f"import sys\nsys.path.insert(0, {str(lib)!r})\nimport libsrc\n"
@@ -788,13 +816,17 @@ def test_a_module_is_executed_again_when_what_its_first_import_read_differs(
         f"    {first}\n"
         "    import readsit\n"
         "    assert readsit.MODE == 'dev'\n"
+        "def test_again(monkeypatch):\n"
+        f"    {first}\n"
+        "    import readsit\n"
+        "    assert readsit.MODE == 'dev'\n"
         "def test_second(monkeypatch):\n"
         f"    {second}\n"
         "    import readsit\n"
         "    assert readsit.MODE == 'test'\n"
     )
     result = _run(pytester, "-v", "--rootdir", str(proj), str(proj / "test_settings.py"))
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=3)
 
 
 def test_a_library_module_under_two_names_is_reset_once_and_stays_reset(
