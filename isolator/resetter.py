@@ -1235,7 +1235,7 @@ class Resetter:
 
         # What the baseline walk would name the entries' depth (see StateTable._entry_site).
         depth = 0 if module else t.depths[i] + 1
-        prefixes = tuple(self.project)
+        prefixes: tuple[str, ...] | None = None  # (made for the first entry recomputed the same)
         for k, v in added:
             if declared:
                 if nothing_beside():
@@ -1245,11 +1245,13 @@ class Resetter:
                 break
             if (site, k) in self._unaffordable:
                 continue
-            if self._recomputed_same(
+            if not self._recomputed_same(
                 site, k, v, functools.partial(allowed, k) if module or klass else dict_allowed
-            ) and self._affordable(
-                t, site, k, v, depth, functools.partial(entry_name, k), prefixes
             ):
+                continue
+            if prefixes is None:
+                prefixes = tuple(self.project)
+            if self._affordable(t, site, k, v, depth, functools.partial(entry_name, k), prefixes):
                 keep.append((k, v))
         if keep:
             # What a kept entry holds is watched from now on (after the other watches of
