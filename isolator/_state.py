@@ -36,7 +36,7 @@ import types
 import warnings
 import weakref
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
 
 from isolator import _versions
@@ -1326,41 +1326,46 @@ class StateTable:
         of version tags instead of a restore of every watch."""
         idx, pending = self.dirty_watches()
         caches, cells, defaults, _ = self.dirty_extras(True, ALL_KINDS & ~OPAQUE)
-        refused = []
         failed: set[int] = set()
+        refused = self._restore_parts(idx, caches, cells, defaults, failed)
+        if pending:
+            vidx = self.vidx
+            self.verified([j for j in pending if vidx[j] not in failed])  # type: ignore[index]
+        return refused
+
+    def restore_all(self) -> list[tuple[str, Exception]]:
+        """Restore every watch unconditionally (``--reset=full``); returns the sites whose
+        objects refused (their own code raised), left as they are."""
+        return self._restore_parts(
+            range(len(self.lives)),
+            range(len(self.caches)),
+            range(len(self.cells)),
+            range(len(self.defaults)),
+            set(),
+        )
+
+    def _restore_parts(
+        self,
+        idx: Iterable[int],
+        caches: Iterable[int],
+        cells: Iterable[int],
+        defaults: Iterable[int],
+        failed: set[int],
+    ) -> list[tuple[str, Exception]]:
+        """Restore these watches and extras; the watches that refused go into ``failed``."""
+        refused = []
         for i in idx:
             try:
                 self.restore(i)
             except Exception as exc:
                 refused.append((self.sites[i], exc))
                 failed.add(i)
-        if pending:
-            vidx = self.vidx
-            self.verified([j for j in pending if vidx[j] not in failed])  # type: ignore[index]
         for i in caches:
             if self.caches[i][2] == 0:
                 self.restore_cache(i)
         for i in cells:
             self.restore_cell(i)
         for i in defaults:
-            self.restore_defaults(i)
-        return refused
-
-    def restore_all(self) -> list[tuple[str, Exception]]:
-        """Restore every watch unconditionally (``--reset=full``); returns the sites whose
-        objects refused (their own code raised), left as they are."""
-        refused = []
-        for i in range(len(self.lives)):
-            try:
-                self.restore(i)
-            except Exception as exc:
-                refused.append((self.sites[i], exc))
-        for i in range(len(self.caches)):
-            if self.caches[i][2] == 0:
-                self.restore_cache(i)
-        for i in range(len(self.cells)):
-            self.restore_cell(i)
-        for i in range(len(self.defaults)):
             self.restore_defaults(i)
         return refused
 
