@@ -25,8 +25,10 @@ from isolator._state import (
     SLOTS,
     TAGS,
     _ClassOf,
+    any_subclassed,
     image_epoch,
     moved_entries,
+    ne_all,
     parts_epoch,
     sizes_epoch,
     views_epoch,
@@ -138,6 +140,7 @@ class Scope:
     plain_cells: list[Any]
     plain_old: list[Any]
     class_objs: list[Any]
+    subclassed: bool
     class_old: list[Any]
 
     def __init__(self, tables: list[StateTable]):
@@ -195,6 +198,9 @@ class Scope:
         """What is read table by table (tags, slots, opaque objects), after the flat
         lists were made or spliced."""
         tables = self.tables
+        # Whether a compared object is of a container subclass (compared as its built-in
+        # base compares: see _state.ne_all); only odd lives can be.
+        self.subclassed = any_subclassed(self.odd_lives)
         self.tagged = list(itertools.compress(tables, map(_VCELLS, tables)))
         self.slotted = list(
             itertools.compress(tables, map(operator.is_not, map(_SLOTS, tables), _NONES))
@@ -284,10 +290,10 @@ class Scope:
             # The two lists compared as lists: pair by pair in C, identity first, ending at
             # the first difference (a third faster than any() over map(ne)).
             if self.plain_lives != self.plain_snaps or (
-                self.odd_lives and any(map(operator.ne, self.odd_lives, self.odd_snaps))
+                self.odd_lives and any(ne_all(self.odd_lives, self.odd_snaps, self.subclassed))
             ):
-                flags = map(operator.ne, self.lives, self.snaps)
-                for t in itertools.compress(self._owners(_LIVES), flags):
+                differ = ne_all(self.lives, self.snaps, self.subclassed)
+                for t in itertools.compress(self._owners(_LIVES), differ):
                     hits[t] = hits.get(t, 0) | LIVES
             if self.cells and (
                 any(map(operator.is_not, map(_CELL, self.plain_cells), self.plain_old))

@@ -1530,9 +1530,10 @@ class Resetter:
             return False  # a fixture's value: what tests put there is theirs
         live, snap = t.lives[i], t.snaps[i]
         try:
-            if not snap <= live:
+            # (set's own operations: a subclass's are the project's code.)
+            if not set.issubset(snap, live):
                 return False  # members removed
-            added = list(live - snap)
+            added = list(set.difference(live, snap))
         except Exception:
             return False
         if not added or not all(map(_stable_repr, added)):

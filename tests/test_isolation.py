@@ -784,11 +784,72 @@ def test_fresh():
     assert "could not reset" not in result.stdout.str()
 
 
+def test_containers_that_fill_themselves_when_first_used_are_not_filled_by_the_checks(
+    pytester: pytest.Pytester,
+) -> None:
+    # pytz's LazyList and LazySet: a list or set subclass whose methods fill it on first
+    # use, then delete themselves from its class.  The baseline's walk iterated the list,
+    # and the check after each test compared the set with its snapshot through its own
+    # __ne__: both filled them, and the check, having compared the rest of the module
+    # already, left the set's source consumed and the set reset to empty.
+    pytester.makepyfile(
+        lazy="""
+FILLS = []
+OTHER = []
+
+def _filling(base, source, props):
+    class Filling(base):
+        pass
+    pending = [source]
+    def lazy(name):
+        def method(self, *args):
+            if pending:
+                FILLS.append(base.__name__)
+                for item in pending.pop():
+                    (list.append if base is list else set.add)(self, item)
+                for n in props:
+                    delattr(Filling, n)
+            return getattr(base, name)(self, *args)
+        return method
+    for n in props:
+        setattr(Filling, n, lazy(n))
+    return Filling()
+
+_PROPS = ("__iter__", "__len__", "__contains__", "__eq__", "__ne__", "__le__", "__ge__")
+NAMES = _filling(list, ["a", "b"], _PROPS)
+NAME_SET = _filling(set, ["a", "b"], _PROPS + ("__sub__", "issubset", "difference"))
+""",
+        test_lazy="""
+import lazy
+
+def test_first():
+    assert lazy.FILLS == []
+    lazy.OTHER.append(1)
+
+def test_set():
+    assert lazy.FILLS == []
+    assert "b" in lazy.NAME_SET and len(lazy.NAME_SET) == 2
+
+def test_list():
+    assert lazy.FILLS == []
+    assert "b" in lazy.NAMES and len(lazy.NAMES) == 2
+
+def test_both_again():
+    assert lazy.FILLS == []
+    assert "a" in lazy.NAME_SET and "a" in lazy.NAMES
+    assert lazy.FILLS == ["set", "list"]
+""",
+    )
+    result = _isolated(pytester)
+    result.assert_outcomes(passed=4)
+
+
 def test_objects_that_refuse_their_old_state_are_reported_and_the_run_goes_on(
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makepyfile(
         frozen="""
+import collections
 import dataclasses
 class FrozenMeta(type):
     def __setattr__(cls, name, value):
@@ -799,7 +860,7 @@ class Settings(metaclass=FrozenMeta):
 class Point:
     x: int
 ORIGIN = Point(0)
-class Stuck(dict):
+class Stuck(collections.OrderedDict):  # (a dict subclass is refilled by dict's methods)
     def __delitem__(self, key):
         raise TypeError("entries stay")
     def clear(self):
@@ -1577,8 +1638,8 @@ def test_objects_whose_code_fails_when_looked_at_do_not_stop_the_baseline(
 ) -> None:
     # The baseline walk must not run objects' own code it can avoid (a proxy's
     # __getattr__ raising outside its context, pytest.mark warning about an unknown mark
-    # under `-W error`, a mock growing children), and code it must run (a dict subclass's
-    # items()) may fail: that object is reported, everything else is still isolated.
+    # under `-W error`, a mock growing children, a dict subclass's items(): the dict's own
+    # are read), and everything is still isolated.
     pytester.makeini("[pytest]\nfilterwarnings = error\n")
     pytester.makepyfile(
         test_proxy="""
@@ -1602,17 +1663,18 @@ def test_objects_whose_code_fails_when_looked_at_do_not_stop_the_baseline(
 
         def test_pollutes():
             STATE.append(1)
+            BI["a"].append(2)
+            BI["b"] = 1
 
         def test_victim():
             assert STATE == []
+            assert BI["a"] == [1] and "b" not in BI
             assert not {"locked", "cache_info", "cache_clear"} & set(dir(M))
         """
     )
     result = _isolated(pytester)
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(
-        ["*1 object(s) not watched*test_proxy:BI (RuntimeError: no items)*"]
-    )
+    assert "not watched" not in result.stdout.str()
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
 
 
