@@ -1754,6 +1754,44 @@ def _differs(live: Any, snap: Any) -> bool:
         return True  # an element whose __eq__ raises was put there: dirty
 
 
+_BASE_LEN: Final[dict[type, Callable[[Any], int]]] = {
+    collections.OrderedDict: collections.OrderedDict.__len__,
+    dict: dict.__len__,
+    list: list.__len__,
+    set: set.__len__,
+    frozenset: frozenset.__len__,
+    collections.deque: collections.deque.__len__,
+    bytearray: bytearray.__len__,
+    array: array.__len__,
+}
+
+
+def length(live: Any) -> int:
+    """``len(live)`` as its built-in base counts (a subclass's own ``__len__`` is the
+    project's code); -1 for an object without one."""
+    try:
+        t = type(live)
+        if t not in _OWN_NE:
+            for b in t.__mro__[1:]:
+                n = _BASE_LEN.get(b)
+                if n is not None:
+                    return int(n(live))
+        return len(live)
+    except Exception:
+        return -1
+
+
+def lengths(lives: list[Any], subclassed: bool = True) -> list[int]:
+    """:func:`length` of each: in C, unless one is of a container subclass (or has no
+    length: an instance's watch)."""
+    if not (subclassed and any_subclassed(lives)):
+        try:
+            return list(map(len, lives))
+        except Exception:
+            pass
+    return list(map(length, lives))
+
+
 def any_subclassed(lives: list[Any]) -> bool:
     """Whether a live object among ``lives`` is of a container subclass."""
     return any(map(_base_ne, map(type, lives)))

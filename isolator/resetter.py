@@ -61,6 +61,7 @@ from isolator._state import (
     _diff_keys,
     cache_dict,
     leave_entered_context,
+    lengths,
     moved_entries,
     nested_code,
 )
@@ -160,13 +161,6 @@ class Frame:
         # Threads and child processes the fixture started (a server): baseline while it lives.
         self.threads: set[threading.Thread] = set()
         self.children: dict[int, str] = {}
-
-
-def _length(obj: object) -> int:
-    try:
-        return len(obj)  # type: ignore[arg-type]
-    except Exception:
-        return -1
 
 
 def _owner(t: StateTable, site: str) -> str:
@@ -619,11 +613,7 @@ class Resetter:
         scope = self.reach.all()
         lives = scope.compared()
         tags = b"".join([v for t in scope.tagged for v in t.vviews])
-        try:
-            lengths = list(map(len, lives))  # in C; instance watches have no len()
-        except Exception:
-            lengths = [_length(x) for x in lives]
-        return self.probe_diffs(), tags, lengths
+        return self.probe_diffs(), tags, lengths(lives, scope.subclassed)
 
     def _import_probe_same(self, before: Any, after: Any) -> bool:
         """Whether what an import changed, between two :meth:`_import_probe` findings,

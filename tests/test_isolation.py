@@ -791,7 +791,8 @@ def test_containers_that_fill_themselves_when_first_used_are_not_filled_by_the_c
     # use, then delete themselves from its class.  The baseline's walk iterated the list,
     # and the check after each test compared the set with its snapshot through its own
     # __ne__: both filled them, and the check, having compared the rest of the module
-    # already, left the set's source consumed and the set reset to empty.
+    # already, left the set's source consumed and the set reset to empty.  (The lengths
+    # measured around a first import asked their __len__, too.)
     pytester.makepyfile(
         lazy="""
 FILLS = []
@@ -819,12 +820,15 @@ _PROPS = ("__iter__", "__len__", "__contains__", "__eq__", "__ne__", "__le__", "
 NAMES = _filling(list, ["a", "b"], _PROPS)
 NAME_SET = _filling(set, ["a", "b"], _PROPS + ("__sub__", "issubset", "difference"))
 """,
+        newmod="X = 1\n",
         test_lazy="""
 import lazy
 
 def test_first():
     assert lazy.FILLS == []
     lazy.OTHER.append(1)
+    import newmod  # (what a first import changed is measured, lengths included)
+    assert lazy.FILLS == []
 
 def test_set():
     assert lazy.FILLS == []
