@@ -59,6 +59,7 @@ from isolator._state import (
     TAGS,
     StateTable,
     _diff_keys,
+    as_read,
     cache_dict,
     leave_entered_context,
     lengths,
@@ -998,7 +999,7 @@ class Resetter:
                 # Names bound to a thread the test left running stay (and are reported);
                 # the rest of the watch is put back, then the whole joins the baseline.
                 found = keys if keys is not None else t.diff_keys(i)
-                live = t.lives[i]
+                live = as_read(t.lives[i])
                 stay = [k for k in found or () if id(live.get(k)) in held]
                 if stay:
                     left[0].append(i)
@@ -1132,7 +1133,7 @@ class Resetter:
     ) -> list[Any]:
         if t.modname.startswith("<"):
             return keys  # a fixture's value: what tests and fixtures put there is theirs
-        live, snap = t.lives[i], t.snaps[i]
+        live, snap = as_read(t.lives[i]), t.snaps[i]
         # A module's globals: a name bound from None by a function that looks at it first
         # is a lazily loaded value (``global _DATA; if _DATA is None: _DATA = load()``),
         # the module-level form of a memo entry.
@@ -2067,7 +2068,7 @@ class Resetter:
         for key, (idx, extras) in dirty.items():
             t = self.tables[key]
             for i in idx:
-                kind, live, snap = t.kinds[i], t.lives[i], t.snaps[i]
+                kind, live, snap = t.kinds[i], as_read(t.lives[i]), t.snaps[i]
                 if kind in _MAPPING_KINDS:
                     delta = {
                         k: (snap.get(k, _EMPTY), live.get(k, _EMPTY))

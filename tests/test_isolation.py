@@ -1919,6 +1919,49 @@ def test_memo_entries_are_kept_only_when_nothing_beside_them_changed(
     assert "(learn_memo): memo:MEMO['x']\n" in result.stdout.str()
 
 
+def test_a_memo_of_a_dict_subclass_is_learned_without_its_own_methods(
+    pytester: pytest.Pytester,
+) -> None:
+    # Learning reads the entries a test added; a dict subclass's own lookups are the
+    # project's code (this one counts them), which a check must not run.
+    pytester.makepyfile(
+        memo="""
+        READS = []
+
+        class Memo(dict):
+            def __getitem__(self, key):
+                READS.append(key)
+                return dict.__getitem__(self, key)
+
+            def get(self, key, default=None):
+                READS.append(key)
+                return dict.get(self, key, default)
+
+        MEMO = Memo()
+
+        def memo(key):
+            if key not in MEMO:
+                MEMO[key] = [key] * 3
+            return dict.__getitem__(MEMO, key)
+        """,
+        test_memo="""
+        from memo import memo, READS
+
+        def test_1():
+            assert memo("x") == ["x"] * 3 and READS == []
+
+        def test_2():
+            assert memo("x") == ["x"] * 3 and READS == []
+
+        def test_3():
+            assert memo("x") == ["x"] * 3 and READS == []
+        """,
+    )
+    result = _isolated(pytester)
+    result.assert_outcomes(passed=3)
+    assert "(learn_memo): memo:MEMO['x']\n" in result.stdout.str()
+
+
 def test_memo_filled_by_a_helper_beside_a_warning_and_a_flipping_entry_is_learned(
     pytester: pytest.Pytester,
 ) -> None:
