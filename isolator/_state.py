@@ -1717,27 +1717,36 @@ _BASE_NE: Final[dict[type, Callable[[Any, Any], Any]]] = {
     bytearray: bytearray.__ne__,
     array: array.__ne__,
 }
+_BASE_LEN: Final[dict[type, Callable[[Any], int]]] = {
+    collections.OrderedDict: collections.OrderedDict.__len__,
+    dict: dict.__len__,
+    list: list.__len__,
+    set: set.__len__,
+    frozenset: frozenset.__len__,
+    collections.deque: collections.deque.__len__,
+    bytearray: bytearray.__len__,
+    array: array.__len__,
+}
 _MAPPING_PROXY: Final = types.MappingProxyType  # (a class's namespace, as watched)
-# Types compared with ``!=`` as they are (the usual lives: no subclass to look past).
+# Types compared and measured as they are (the usual lives: no subclass to look past).
 _OWN_NE: Final = frozenset({*_BASE_NE, _MAPPING_PROXY})
 
 
-def _base_ne(t: type) -> Callable[[Any, Any], Any] | None:
-    """The ``!=`` of the built-in container that ``t`` derives from, when ``t`` is a
-    subclass of one (None: ``t`` is built in, or not a container)."""
+def _built_in_base(t: type) -> type | None:
+    """The built-in container type that ``t`` derives from, when ``t`` is a subclass of
+    one (None: ``t`` is built in, or not a container)."""
     if t in _OWN_NE:
         return None
     for b in t.__mro__[1:]:
-        ne = _BASE_NE.get(b)
-        if ne is not None:
-            return ne
+        if b in _BASE_NE:
+            return b
     return None
 
 
 def _dict_subclass(live: Any) -> bool:
     """Whether ``live`` is of a subclass of dict (an OrderedDict's is not: its order is
     its own structure, which only its own methods keep)."""
-    return isinstance(live, dict) and _base_ne(type(live)) is dict.__ne__
+    return isinstance(live, dict) and _built_in_base(type(live)) is dict
 
 
 def as_read(live: Any) -> Any:
@@ -1752,9 +1761,9 @@ def _differs(live: Any, snap: Any) -> bool:
     try:
         t = type(live)
         if t not in _OWN_NE:
-            ne = _base_ne(t)
-            if ne is not None:
-                got = ne(live, snap)
+            base = _built_in_base(t)
+            if base is not None:
+                got = _BASE_NE[base](live, snap)
                 if got is not NotImplemented:
                     return bool(got)
         return bool(live != snap)
@@ -1762,29 +1771,12 @@ def _differs(live: Any, snap: Any) -> bool:
         return True  # an element whose __eq__ raises was put there: dirty
 
 
-_BASE_LEN: Final[dict[type, Callable[[Any], int]]] = {
-    collections.OrderedDict: collections.OrderedDict.__len__,
-    dict: dict.__len__,
-    list: list.__len__,
-    set: set.__len__,
-    frozenset: frozenset.__len__,
-    collections.deque: collections.deque.__len__,
-    bytearray: bytearray.__len__,
-    array: array.__len__,
-}
-
-
 def length(live: Any) -> int:
     """``len(live)`` as its built-in base counts (a subclass's own ``__len__`` is the
     project's code); -1 for an object without one."""
     try:
-        t = type(live)
-        if t not in _OWN_NE:
-            for b in t.__mro__[1:]:
-                n = _BASE_LEN.get(b)
-                if n is not None:
-                    return int(n(live))
-        return len(live)
+        base = _built_in_base(type(live))
+        return _BASE_LEN[base](live) if base is not None else len(live)
     except Exception:
         return -1
 
@@ -1802,7 +1794,7 @@ def lengths(lives: list[Any], subclassed: bool = True) -> list[int]:
 
 def any_subclassed(lives: list[Any]) -> bool:
     """Whether a live object among ``lives`` is of a container subclass."""
-    return any(map(_base_ne, map(type, lives)))
+    return any(map(_built_in_base, map(type, lives)))
 
 
 def ne_all(lives: list[Any], snaps: list[Any], subclassed: bool = True) -> list[bool]:
