@@ -49,7 +49,7 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import chain, repeat
 from typing import Any, Final
 
-from isolator._state import _slot_names, made_module
+from isolator._state import _instance_dict, _slot_names, _slot_value, made_module
 
 _ATOMS: Final = (int, float, complex, str, bytes, bool, type(None))
 # Compared by identity only: code and types are never rebuilt by a memoised computation.
@@ -79,9 +79,6 @@ _addr: Final = object.__hash__ if sys.implementation.name == "cpython" else id
 _BUDGET: Final = 400_000
 _SIG_DEPTH: Final = 40
 _MISSING: Final = object()
-# An unset slot.  Not _MISSING: pairs are looked up with that, and an object paired with
-# itself is stored as its own partner, so a second unset slot would look unpaired.
-_UNSET: Final = object()
 _key: Final = operator.itemgetter(0)  # of a dict item
 # Tiers of open groups (sets, lists, dict items left to pair), settled in this order.
 _FRESH, _WAITING, _ALIKE = 0, 1, 2
@@ -142,7 +139,7 @@ _DESCRIBED: Final[dict[type, Callable[[Any], tuple[Any, ...]]]] = {
     staticmethod: lambda m: (m.__func__, getattr(m, "__dict__", None)),
     classmethod: lambda m: (m.__func__, getattr(m, "__dict__", None)),
 }
-_EMPTY_CELL: Final = object()  # stands for an empty closure cell, as _UNSET for a slot
+_EMPTY_CELL: Final = object()  # stands for an empty closure cell (_state's _EMPTY: a slot)
 
 
 def _cell_contents(fn: types.FunctionType) -> tuple[Any, ...]:
@@ -425,14 +422,18 @@ class _Matcher:
             if container == k:
                 return pairs
         # An object, or an instance of a container's subclass: attributes pair by name.
-        da = getattr(x, "__dict__", None)
+        # (Read as object reads them: a class's __getattr__ is the project's code.  An
+        # unset slot reads as _EMPTY, not _MISSING: pairs are looked up with that, and an
+        # object paired with itself is stored as its own partner, so a second unset slot
+        # would look unpaired.)
+        da = _instance_dict(x, type(x))
         if isinstance(da, dict):
-            db = getattr(y, "__dict__", None)
+            db = _instance_dict(y, type(y))
             if not isinstance(db, dict):
                 raise _NotSame
             pairs.append((da, db))
         for name in self.slot_names(type(x)):
-            pairs.append((getattr(x, name, _UNSET), getattr(y, name, _UNSET)))
+            pairs.append((_slot_value(x, name), _slot_value(y, name)))
         return pairs
 
     def expand_dict(self, x: dict[Any, Any], y: dict[Any, Any]) -> list[tuple[Any, Any]]:
@@ -673,9 +674,9 @@ class _Matcher:
         elif k == _SET:
             s = hash((t, tuple(sorted(self.sig(e, d) for e in node))))
         else:
-            da = getattr(node, "__dict__", None)
+            da = _instance_dict(node, t)
             parts = [self.sig(da, depth) if isinstance(da, dict) else 0]
-            parts += [self.sig(getattr(node, n, None), d) for n in self.slot_names(t)]
+            parts += [self.sig(_slot_value(node, n), d) for n in self.slot_names(t)]
             s = hash((t, tuple(parts)))
         self.sigs[memo] = s
         return s

@@ -663,7 +663,7 @@ class StateTable:
             return
         if depth > _MAX_INSTANCE_DEPTH:
             return  # objects deep inside containers are seen through their container only
-        idict = getattr(value, "__dict__", None)
+        idict = _instance_dict(value, cls)
         if isinstance(idict, dict):
             # Enum members and other framework objects are immutable in practice; their
             # classes are watched instead.
@@ -887,7 +887,7 @@ class StateTable:
             ):
                 continue  # a library's object: not followed
             else:
-                idict = getattr(v, "__dict__", None)
+                idict = _instance_dict(v, cls)
                 if type(idict) is dict and d <= _INSTANCE_VALUES_DEPTH:
                     inside = list(idict.values())
             n += 1
@@ -1396,27 +1396,26 @@ class _ClassOf:
 
 
 _OBJECT_CLASS: Final[Any] = object.__dict__["__class__"]
+_OBJECT_GET: Final = object.__getattribute__
 
 
 class _SlotView:
     """A live view of an object's slot values; compares by tuple of values (``_EMPTY``
     for an unset slot)."""
 
-    __slots__ = ("obj", "names", "get")
+    __slots__ = ("obj", "names")
 
     def __init__(self, obj: object, names: tuple[str, ...]):
         self.obj = obj
         self.names = names
-        # One C call for the common case, every slot set (a 1-tuple needs the name twice).
-        self.get = operator.attrgetter(*names) if len(names) > 1 else None
 
     def values(self) -> tuple[object, ...]:
-        if self.get is not None:
-            try:
-                return self.get(self.obj)
-            except AttributeError:
-                pass
-        return tuple(getattr(self.obj, n, _EMPTY) for n in self.names)
+        # In C for the common case, every slot set; read as object reads them (a class's
+        # __getattr__ that fills an unset slot on first use is the project's code).
+        try:
+            return tuple(map(_OBJECT_GET, itertools.repeat(self.obj), self.names))
+        except AttributeError:
+            return tuple(_slot_value(self.obj, n) for n in self.names)
 
     def __eq__(self, other: object) -> bool:
         return self.values() == other
@@ -1564,7 +1563,8 @@ class _SlotCheck:
     """The slot-only objects of one table, checked in C: a pass of ``gc.get_referents``
     (what an object's traverse visits: its type and its set slots) compared with the
     referents last seen equal to the snapshots, and, when that differs, a flat pass of
-    ``getattr(obj, name, _EMPTY)`` against the snapshot values, which names the watches.
+    the slots' values (read as object reads them) against the snapshot values, which
+    names the watches.
 
     Referents do not say *which* slot holds a value, so they stand for the snapshot only
     for objects whose slots were all set: an unset slot set and another deleted would
@@ -1628,7 +1628,7 @@ class _SlotCheck:
             else:
                 refs = gc.get_referents(*self.full) if self.full else None
             if refs is not None and refs != self.refs:
-                now = list(map(getattr, objs, names, itertools.repeat(_EMPTY)))
+                now = list(map(_OBJECT_GET, objs, names))  # (all set: see __init__)
                 if now != vals:
                     return self._which(objs, names, vals)
                 # Equal to the snapshots now: these referents (or bytes, which name the
@@ -1638,7 +1638,7 @@ class _SlotCheck:
                 return []
             if len(objs) > self.nfull:
                 objs, names, vals = self.part
-                if list(map(getattr, objs, names, itertools.repeat(_EMPTY))) != vals:
+                if list(map(_slot_value, objs, names)) != vals:
                     return self._which(objs, names, vals)
         except Exception:
             return self._which(objs, names, vals)  # a value whose __eq__ raises: look closer
@@ -1653,7 +1653,7 @@ class _SlotCheck:
 def _getattr_or_error(obj: object, name: str) -> object:
     """A slot's value, ``_EMPTY`` when unset, or the error reading it raised (differs)."""
     try:
-        return getattr(obj, name, _EMPTY)
+        return _slot_value(obj, name)
     except Exception as e:
         return e
 
@@ -1669,6 +1669,29 @@ def made_module(m: types.ModuleType) -> bool:
         and isinstance(name, str)
         and sys.modules.get(name) is not m
     )
+
+
+def _instance_dict(obj: object, cls: type) -> Any:
+    """``obj.__dict__``, or None.  A class without instance dicts is not asked: looking
+    the name up would run its ``__getattr__`` (a slotted object that computes what it
+    lacks on first use, and stores it).  One that makes ``__dict__`` or every attribute
+    its own business (a proxy's property, its ``__getattribute__``) still answers."""
+    if not cls.__dictoffset__ and not any(
+        "__dict__" in c.__dict__ or "__getattribute__" in c.__dict__
+        for c in cls.__mro__
+        if c is not object
+    ):
+        return None
+    return getattr(obj, "__dict__", None)
+
+
+def _slot_value(obj: object, name: str) -> object:
+    """A slot's value as the slot holds it (``_EMPTY`` when unset): read by object's own
+    lookup, so that the class's ``__getattr__`` and ``__getattribute__`` do not run."""
+    try:
+        return object.__getattribute__(obj, name)
+    except AttributeError:
+        return _EMPTY
 
 
 def _slot_names(cls: type) -> tuple[str, ...]:

@@ -848,6 +848,52 @@ def test_both_again():
     result.assert_outcomes(passed=4)
 
 
+def test_a_slotted_object_that_fills_its_slots_on_first_use_is_read_without_its_code(
+    pytester: pytest.Pytester,
+) -> None:
+    # An object with __slots__ whose __getattr__ computes and stores what it lacks: the
+    # baseline looked for its __dict__ and read its unset slot through getattr, which ran
+    # that code and filled the slot before any test had used the object.
+    pytester.makepyfile(
+        slotted="""
+CALLS = []
+
+class Lazy:
+    __slots__ = ("a", "b")
+
+    def __init__(self):
+        self.a = 1
+
+    def __getattr__(self, name):
+        CALLS.append(name)
+        if name == "b":
+            object.__setattr__(self, "b", 2)
+            return 2
+        raise AttributeError(name)
+
+OBJ = Lazy()
+""",
+        test_slotted="""
+import slotted
+
+def test_first():
+    assert slotted.CALLS == []
+    slotted.OBJ.a = 5
+
+def test_second():
+    assert slotted.CALLS == []
+    assert slotted.OBJ.a == 1
+    assert slotted.OBJ.b == 2 and slotted.CALLS == ["b"]
+
+def test_third():
+    assert slotted.CALLS == []
+    assert slotted.OBJ.b == 2 and slotted.CALLS == ["b"]
+""",
+    )
+    result = _isolated(pytester)
+    result.assert_outcomes(passed=3)
+
+
 def test_objects_that_refuse_their_old_state_are_reported_and_the_run_goes_on(
     pytester: pytest.Pytester,
 ) -> None:
