@@ -388,6 +388,10 @@ def restore_entries(
                 if _exists(path) and _isdir(path) and not os.path.islink(path):
                     shutil.rmtree(path)
                 if _exists(path) and _same_file(path, backup):
+                    # The same bytes (rewritten, or only touched by os.utime): the
+                    # original's modification time, which a fresh process would see.
+                    if _restore_mtime(path, backup):
+                        restored.append(f"<file>:{path}")
                     continue
                 os.makedirs(os.path.dirname(path), exist_ok=True)
                 if os.path.islink(path):
@@ -478,6 +482,16 @@ def _same_file(a: str, b: str) -> bool:
     except OSError:
         return False
     return sa.st_size == sb.st_size and sa.st_mode == sb.st_mode and _read(a) == _read(b)
+
+
+def _restore_mtime(path: str, backup: str) -> bool:
+    """Give ``path`` the modification time of its backup (a copy that kept the
+    original's); its access time stays.  Whether it differed."""
+    now, then = os.stat(path, follow_symlinks=False), os.stat(backup, follow_symlinks=False)
+    if now.st_mtime_ns == then.st_mtime_ns:
+        return False
+    os.utime(path, ns=(now.st_atime_ns, then.st_mtime_ns), follow_symlinks=False)
+    return True
 
 
 def _read(path: str) -> bytes:

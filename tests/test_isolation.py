@@ -1402,6 +1402,32 @@ def test_nothing_left():
     result.assert_outcomes(passed=3)
 
 
+def test_a_file_rewritten_with_the_same_bytes_or_touched_gets_its_old_mtime_back(
+    pytester: pytest.Pytester,
+) -> None:
+    # Its content is the original's, so nothing was copied back, and the time the test
+    # gave it stayed: a test comparing modification times (is the output older than its
+    # source?) saw what the earlier test did, where a fresh process sees the original.
+    pytester.path.joinpath("data.txt").write_text("same")
+    os.utime(pytester.path / "data.txt", ns=(1_000_000_000, 1_000_000_000))
+    pytester.makepyfile(
+        test_times="""
+import os
+def test_touches():
+    os.utime("data.txt")
+def test_rewrites():
+    assert os.stat("data.txt").st_mtime_ns == 1_000_000_000
+    with open("data.txt", "w") as f:
+        f.write("same")
+def test_sees_the_original():
+    assert os.stat("data.txt").st_mtime_ns == 1_000_000_000
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=3)
+    assert (pytester.path / "data.txt").stat().st_mtime_ns == 1_000_000_000
+
+
 def test_files_of_a_run_that_died_mid_test_are_restored(pytester: pytest.Pytester) -> None:
     (pytester.path / "precious.txt").write_text("keep me")
     pytester.makepyfile(
