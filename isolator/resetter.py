@@ -751,7 +751,7 @@ class Resetter:
         for site, (live, keys) in self._learned.items():
             if name in self._read_by_tests.get(site, ()):
                 for k in keys:
-                    live.pop(k, None)
+                    dict.pop(live, k, None)  # (dict's own: a subclass's is the project's code)
 
     def end_test(self) -> None:
         # The test's library module writes (a chained test is not reset before the next).
@@ -1133,7 +1133,8 @@ class Resetter:
     ) -> list[Any]:
         if t.modname.startswith("<"):
             return keys  # a fixture's value: what tests and fixtures put there is theirs
-        live, snap = as_read(t.lives[i]), t.snaps[i]
+        real, snap = t.lives[i], t.snaps[i]
+        live = as_read(real)  # (entries read from a plain copy: the same objects)
         # A module's globals: a name bound from None by a function that looks at it first
         # is a lazily loaded value (``global _DATA; if _DATA is None: _DATA = load()``),
         # the module-level form of a memo entry.
@@ -1249,7 +1250,7 @@ class Resetter:
             # this check: new ones go at the end of the table).
             self._kept_values.append((t, i, keep))
         if not module and not klass and site in self._read_by_tests:
-            self._learned.setdefault(site, (live, set()))[1].update(k for k, _ in keep)
+            self._learned.setdefault(site, (real, set()))[1].update(k for k, _ in keep)
         for k, v in keep:
             snap[k] = v
             self.memo_kept.append(entry_name(k))

@@ -2714,15 +2714,17 @@ def test_uses_the_table(i):
     assert "models:load(())" in _kept_line(result)
 
 
+@pytest.mark.parametrize("cache", ["{}", "type('Cache', (dict,), {})()"], ids=["dict", "subclass"])
 def test_a_memo_only_a_test_module_reads_is_learned_and_hidden_from_that_modules_tests(
-    pytester: pytest.Pytester,
+    pytester: pytest.Pytester, cache: str
 ) -> None:
     # Babel's locale cache again, its reader in a test module of its own: the entries the
     # other tests compute are learned, and the reader's tests see the cache as a fresh
     # process shows it (here: only what they load).  Both runs, the second keeping the
-    # entry at first sight.
+    # entry at first sight.  (A dict subclass's entries are read from a copy: the ones
+    # hidden are taken out of the cache itself.)
     pytester.makepyfile(
-        localedata=_LOCALEDATA,
+        localedata=_LOCALEDATA.replace("_cache = {}", f"_cache = {cache}"),
         test_loads=_LOADERS,
         test_peek="""
 import localedata
