@@ -559,7 +559,7 @@ class StateTable:
         if isinstance(value, list):
             # (list's own slicing, for the snapshot too: a subclass may index by name, as
             # EntryPoints does, or fill itself when first iterated, as pytz's LazyList.)
-            self._watch(site, value, list.__getitem__(value, slice(None)), LIST, None)
+            self._watch(site, value, _list_of(value), LIST, None)
             for i, v in enumerate(list.__getitem__(value, slice(_MAX_ELEMENTS_PER_CONTAINER))):
                 if type(v) not in _IMMUTABLE_EXACT and not isinstance(v, _IMMUTABLE):
                     self._walk(f"{site}[{i}]", v, modname, prefixes, depth + 1, budget)
@@ -568,11 +568,12 @@ class StateTable:
             self._watch(site, value, set(value), SET, None)
             return
         if isinstance(value, bytearray):
-            self._watch(site, value, bytes(value), BYTEARRAY, None)
+            self._watch(site, value, _bytes_of(value), BYTEARRAY, None)
             return
         if isinstance(value, collections.deque):
-            self._watch(site, value, collections.deque(value, value.maxlen), DEQUE, None)
-            for i, v in enumerate(list(value)[:_MAX_ELEMENTS_PER_CONTAINER]):
+            held = _deque_of(value)
+            self._watch(site, value, held, DEQUE, None)
+            for i, v in enumerate(list(held)[:_MAX_ELEMENTS_PER_CONTAINER]):
                 self._walk(f"{site}[{i}]", v, modname, prefixes, depth + 1, budget)
             return
         if isinstance(value, array):
@@ -780,6 +781,7 @@ class StateTable:
             )
             if kind in _TAGGED_KINDS:
                 ordered = isinstance(live, collections.OrderedDict)
+                live = as_read(live)  # (a dict subclass's contents, read as dict reads them)
                 self.snaps[i] = collections.OrderedDict(live) if ordered else dict(live)
                 for k in _diff_keys(live, old):
                     if k not in live or (isinstance(k, str) and k in _SKIP_NAMES):
@@ -789,15 +791,17 @@ class StateTable:
                         continue
                     fresh.append((*self._entry_site(i, k), v))
             elif kind == LIST:
-                self.snaps[i] = list(live)
-                fresh += [(site, depth + 1, v) for v in live[:_MAX_ELEMENTS_PER_CONTAINER]]
+                self.snaps[i] = _list_of(live)
+                fresh += [(site, depth + 1, v) for v in self.snaps[i][:_MAX_ELEMENTS_PER_CONTAINER]]
             elif kind == DEQUE:
-                self.snaps[i] = collections.deque(live, live.maxlen)
-                fresh += [(site, depth + 1, v) for v in list(live)[:_MAX_ELEMENTS_PER_CONTAINER]]
+                self.snaps[i] = _deque_of(live)
+                fresh += [
+                    (site, depth + 1, v) for v in list(self.snaps[i])[:_MAX_ELEMENTS_PER_CONTAINER]
+                ]
             elif kind == SET:
                 self.snaps[i] = set(live)
             elif kind == BYTEARRAY:
-                self.snaps[i] = bytes(live)
+                self.snaps[i] = _bytes_of(live)
             elif kind == ARRAY:
                 self.snaps[i] = array(live.typecode, live)
             elif kind == _SLOTS or kind == _VIEW:
@@ -1243,12 +1247,12 @@ class StateTable:
             set.clear(live)
             set.update(live, snap)
         elif kind == BYTEARRAY:
-            live[:] = snap
+            bytearray.__setitem__(live, slice(None), snap)
         elif kind == DEQUE:
-            live.clear()
-            live.extend(snap)
+            collections.deque.clear(live)
+            collections.deque.extend(live, snap)
         elif kind == ARRAY:
-            live[:] = snap
+            array.__setitem__(live, slice(None), snap)
         elif kind == CLASS:
             _restore_class(self.owners[i], _diff_keys(live, snap), snap)
         elif kind == _SLOTS or kind == _VIEW:
@@ -1770,6 +1774,25 @@ def _dict_subclass(live: Any) -> bool:
     """Whether ``live`` is of a subclass of dict (an OrderedDict's is not: its order is
     its own structure, which only its own methods keep)."""
     return isinstance(live, dict) and _built_in_base(type(live)) is dict
+
+
+def _list_of(v: list[Any]) -> list[Any]:
+    """A plain copy of a list, through list's own slicing (see _BASE_NE)."""
+    return list.__getitem__(v, slice(None))
+
+
+_DEQUE_MAXLEN: Final = vars(collections.deque)["maxlen"].__get__
+
+
+def _deque_of(v: collections.deque[Any]) -> collections.deque[Any]:
+    """A plain copy of a deque, through deque's own iteration and bound."""
+    return collections.deque(collections.deque.__iter__(v), _DEQUE_MAXLEN(v))
+
+
+def _bytes_of(v: bytearray) -> bytes:
+    """A bytearray's bytes, through its buffer (a subclass's ``__bytes__`` is not asked)."""
+    with memoryview(v) as view:
+        return view.tobytes()
 
 
 def as_read(live: Any) -> Any:

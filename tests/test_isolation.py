@@ -792,11 +792,15 @@ def test_containers_that_fill_themselves_when_first_used_are_not_filled_by_the_c
     # and the check after each test compared the set with its snapshot through its own
     # __ne__: both filled them, and the check, having compared the rest of the module
     # already, left the set's source consumed and the set reset to empty.  (The lengths
-    # measured around a first import asked their __len__, too.)
+    # measured around a first import asked their __len__, too; a deque is copied and put
+    # back, a bytearray read, through the built-in type as well.)
     pytester.makepyfile(
         lazy="""
+import collections
+
 FILLS = []
 OTHER = []
+ADD = {list: list.append, set: set.add, collections.deque: collections.deque.append}
 
 def _filling(base, source, props):
     class Filling(base):
@@ -807,7 +811,7 @@ def _filling(base, source, props):
             if pending:
                 FILLS.append(base.__name__)
                 for item in pending.pop():
-                    (list.append if base is list else set.add)(self, item)
+                    ADD[base](self, item)
                 for n in props:
                     delattr(Filling, n)
             return getattr(base, name)(self, *args)
@@ -816,9 +820,16 @@ def _filling(base, source, props):
         setattr(Filling, n, lazy(n))
     return Filling()
 
+class Raw(bytearray):
+    def __bytes__(self):
+        FILLS.append("bytes")
+        return bytes(memoryview(self))
+
 _PROPS = ("__iter__", "__len__", "__contains__", "__eq__", "__ne__", "__le__", "__ge__")
 NAMES = _filling(list, ["a", "b"], _PROPS)
 NAME_SET = _filling(set, ["a", "b"], _PROPS + ("__sub__", "issubset", "difference"))
+NAME_QUEUE = _filling(collections.deque, ["a", "b"], _PROPS + ("clear", "extend"))
+RAW = Raw(b"ab")
 """,
         newmod="X = 1\n",
         test_lazy="""
@@ -838,14 +849,19 @@ def test_list():
     assert lazy.FILLS == []
     assert "b" in lazy.NAMES and len(lazy.NAMES) == 2
 
+def test_queue_and_bytes():
+    assert lazy.FILLS == []
+    assert "b" in lazy.NAME_QUEUE and len(lazy.NAME_QUEUE) == 2
+    lazy.RAW.extend(b"c")
+
 def test_both_again():
     assert lazy.FILLS == []
-    assert "a" in lazy.NAME_SET and "a" in lazy.NAMES
-    assert lazy.FILLS == ["set", "list"]
+    assert "a" in lazy.NAME_SET and "a" in lazy.NAMES and "a" in lazy.NAME_QUEUE
+    assert lazy.FILLS == ["set", "list", "deque"] and lazy.RAW == b"ab"
 """,
     )
     result = _isolated(pytester)
-    result.assert_outcomes(passed=4)
+    result.assert_outcomes(passed=5)
 
 
 def test_a_slotted_object_that_fills_its_slots_on_first_use_is_read_without_its_code(
