@@ -1058,13 +1058,21 @@ class StateTable:
                 image_epoch[0] += 1
         cidx = self.cidx
         if cidx and kinds & LIVES:
-            # One C-level pass (a table can hold hundreds of untagged instances).
-            got = list(map(self.lives.__getitem__, cidx))
+            lives, snaps = self.lives, self.snaps
             odd = self._cidx_subclassed
             if odd is None:
-                odd = self._cidx_subclassed = any_subclassed(got)
-            then = list(map(self.snaps.__getitem__, cidx))
-            out += itertools.compress(cidx, ne_all(got, then, odd))
+                odd = self._cidx_subclassed = any_subclassed([lives[i] for i in cidx])
+            flags: list[bool] | None = None
+            if not odd:
+                try:
+                    # One C-level pass (a table can hold hundreds of untagged instances).
+                    got, then = map(lives.__getitem__, cidx), map(snaps.__getitem__, cidx)
+                    flags = list(map(bool, map(operator.ne, got, then)))
+                except Exception:
+                    pass  # an __eq__ raised: pair by pair below
+            if flags is None:
+                flags = [_differs(lives[i], snaps[i]) for i in cidx]
+            out += itertools.compress(cidx, flags)
         if self.slots is not None and kinds & SLOTS:
             out += self.slots.dirty()
         out.sort()
