@@ -9,19 +9,14 @@ JUnit XML of the parts is merged so that no result is lost.
 from __future__ import annotations
 
 import atexit
-import json
 import os
-import shutil
-import signal
-import struct
-import subprocess
 import sys
-import tempfile
-import xml.etree.ElementTree as ET
 from typing import Any, NoReturn
 
-from isolator._status import describe_status
-from isolator._store import StoreError, read_json, write_json_atomic
+# Nothing else is imported before the test process starts (a forked child copies each page
+# of this process that it writes to, about 3 us a page here), nor while it runs (imports
+# in this process then slow the child down): what reads the child's files (json, XML) is
+# imported after a crash or for JUnit XML only.
 
 _MAX_RESTARTS = 50
 # The file in which the child asks to continue in a new process (a test left a thread or
@@ -58,16 +53,61 @@ def _with_junit(args: list[str], path: str) -> list[str]:
     return out
 
 
-def supervise(pytest_args: list[str]) -> int:
-    """Run pytest with isolator until every selected test has run; return the exit code."""
-    work = tempfile.mkdtemp(prefix="isolator-run-")
+def supervise(pytest_args: list[str], default_reset: bool = False) -> int:
+    """Run pytest with isolator until every selected test has run; return the exit code.
+
+    ``default_reset``: no ``--reset`` was given; the process that starts pytest adds
+    ``--reset=minimal`` unless pyproject.toml sets a mode (see ``_with_default_reset``).
+    """
+    work = _work_dir()
     try:
-        return _supervise(pytest_args, work)
+        return _supervise(pytest_args, work, default_reset)
     finally:
+        _remove(work)
+
+
+def _work_dir() -> str:
+    """A new directory only this user can enter, for the files of this run: what
+    ``tempfile.mkdtemp`` makes, without importing tempfile (and what it imports) here."""
+    for var in ("TMPDIR", "TEMP", "TMP"):
+        base = os.environ.get(var)
+        if base:
+            break
+    else:
+        base = "/tmp"  # noqa: S108  (a private directory in it, made with O_EXCL semantics)
+    for n in range(100):
+        path = os.path.join(base, f"isolator-run-{os.getpid()}-{n}")
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            continue  # left by a dead process with the same pid, or another user's
+        except OSError:
+            break
+        return path
+    import tempfile
+
+    return tempfile.mkdtemp(prefix="isolator-run-")
+
+
+def _remove(work: str) -> None:
+    """Delete the run's directory: its part directories of plain files, as the child left
+    them (shutil, for anything else)."""
+    try:
+        for part in os.scandir(work):
+            if part.is_dir(follow_symlinks=False):
+                for entry in os.scandir(part.path):
+                    os.unlink(entry.path)
+                os.rmdir(part.path)
+            else:
+                os.unlink(part.path)
+        os.rmdir(work)
+    except OSError:
+        import shutil
+
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _supervise(pytest_args: list[str], work: str) -> int:
+def _supervise(pytest_args: list[str], work: str, default_reset: bool) -> int:
     junit, _, _ = _junit_target(pytest_args)
     done: list[str] = []
     crashed: list[tuple[str, str]] = []
@@ -93,13 +133,18 @@ def _supervise(pytest_args: list[str], work: str) -> int:
         cmd.append(f"--isolator-supervised={sup}")
         if done:
             resume = os.path.join(work, f"resume{attempt}.json")
+            from isolator._store import write_json_atomic
+
             write_json_atomic(resume, done)
             cmd.append(f"--isolator-resume={resume}")
         env[PART_ENV] = str(attempt)
-        proc = _start(cmd, env)
+        proc = _start(cmd, env, default_reset)
         try:
             status = proc.wait()
         except KeyboardInterrupt:
+            import signal
+            import subprocess
+
             # pytest in the child got the SIGINT too and ends its own way.
             try:
                 status = proc.wait(timeout=30)
@@ -107,28 +152,37 @@ def _supervise(pytest_args: list[str], work: str) -> int:
                 proc.send_signal(signal.SIGKILL)
                 status = proc.wait()
             return 130 if status in (0, 2) else status
-        restart = _restart_request(sup)
-        if restart is not None:
-            # A test left a thread or process running: the rest go on in a new process
-            # (the child said why in its output).
-            collected, _, _ = _progress(sup)
-            done += collected[:restart]
-            codes.append(1 if _read_failed(sup) else 0)
-            continue
+        # (What reads the child's files is imported only when needed: a finished run
+        # needs none of it, and imports made while the child runs slow it down.)
+        if os.path.exists(os.path.join(sup, RESTART_FILE)):
+            from isolator import _parts
+
+            restart = _parts.restart_request(sup)
+            if restart is not None:
+                # A test left a thread or process running: the rest go on in a new
+                # process (the child said why in its output).
+                collected, _, _ = _parts.progress(sup)
+                done += collected[:restart]
+                codes.append(1 if _parts.read_failed(sup) else 0)
+                continue
         finished = os.path.exists(os.path.join(sup, "finished"))
         if finished:
             codes.append(status)
             break
-        collected, running, over = _progress(sup)
+        from isolator import _parts
+
+        collected, running, over = _parts.progress(sup)
         if running is None:
             # Died before running a test (collection or configuration): nothing to resume.
             codes.append(status if status > 0 else 3)
             break
         nodeid = collected[running]
+        from isolator._status import describe_status
+
         how = describe_status(_as_wait_status(status))
         if junit is not None:
             # The crashed part wrote no XML: rebuild it from the results it streamed.
-            _junit_from_results(os.path.join(sup, "results.jsonl"), parts[-1])
+            _parts.junit_from_results(os.path.join(sup, "results.jsonl"), parts[-1])
         done += collected[: running + 1]
         sys.stdout.flush()
         left = len(collected) - running - 1
@@ -153,10 +207,12 @@ def _supervise(pytest_args: list[str], work: str) -> int:
     else:
         sys.stderr.write(f"isolator: giving up after {_MAX_RESTARTS} crashed processes\n")
     if junit is not None:
+        from isolator import _parts
+
         if len(parts) == 1 and not crashed and not between:
-            _move_junit(parts[0], junit)  # one uninterrupted run: pytest's own report
+            _parts.move_junit(parts[0], junit)  # one uninterrupted run: pytest's own report
         else:
-            _merge_junit(parts, junit, crashed)
+            _parts.merge_junit(parts, junit, crashed)
     if crashed:
         sys.stderr.write(
             f"isolator: {len(crashed)} test(s) crashed the interpreter: "
@@ -194,6 +250,8 @@ class _Forked:
                 if pid:
                     break
                 if time.monotonic() > deadline:
+                    import subprocess
+
                     raise subprocess.TimeoutExpired(["pytest"], timeout)
                 time.sleep(0.05)
         self.returncode = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
@@ -245,9 +303,26 @@ def _as_python_m_pytest_main() -> None:
     sys.modules["__main__"] = main
 
 
-def _start(cmd: list[str], env: dict[str, str]) -> Any:
+def _with_default_reset(cmd: list[str]) -> list[str]:
+    """``cmd`` with ``--reset=minimal`` first among pytest's arguments, unless
+    pyproject.toml in the current directory sets ``[tool.isolator] reset``."""
+    from pathlib import Path
+
+    from isolator import _config
+
+    try:
+        if _config.load(Path(os.getcwd())).reset is not None:
+            return cmd
+    except _config.ConfigError:
+        pass  # the plugin reports it
+    return [*cmd[:5], "--reset=minimal", *cmd[5:]]
+
+
+def _start(cmd: list[str], env: dict[str, str], default_reset: bool = False) -> Any:
     if not hasattr(os, "fork"):
-        return subprocess.Popen(cmd, env=env)
+        import subprocess
+
+        return subprocess.Popen(_with_default_reset(cmd) if default_reset else cmd, env=env)
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -256,6 +331,8 @@ def _start(cmd: list[str], env: dict[str, str]) -> Any:
     code = 3
     try:
         os.environ.update(env)
+        if default_reset:
+            cmd = _with_default_reset(cmd)
         # As `python -m pytest` does: the invocation directory is importable.
         sys.path.insert(0, os.getcwd())
         import pytest
@@ -302,47 +379,6 @@ def _as_wait_status(returncode: int) -> int:
     return returncode << 8
 
 
-def _progress(sup: str) -> tuple[list[str], int | None, bool]:
-    """The collection, the index of the last test started (None: none), and whether that
-    test was over (the process died between two tests)."""
-    try:
-        collected = [str(x) for x in read_json(os.path.join(sup, "collected.json"))]
-    except StoreError:
-        return [], None, False
-    # As the plugin's _Progress stores it: 8 bytes, little-endian, -1 before the first
-    # test, -2 - i once test i is over.
-    try:
-        with open(os.path.join(sup, "progress"), "rb") as f:
-            raw = f.read(8)
-    except OSError:
-        return collected, None, False
-    if len(raw) != 8:
-        return collected, None, False
-    (i,) = struct.unpack("<q", raw)
-    over = i <= -2
-    if over:
-        i = -2 - i
-    return collected, (i if 0 <= i < len(collected) else None), over
-
-
-def _restart_request(sup: str) -> int | None:
-    """The index of the first test left for a new process, if the child asked for one."""
-    try:
-        data = read_json(os.path.join(sup, RESTART_FILE))
-    except StoreError:
-        return None
-    nxt = data.get("next") if isinstance(data, dict) else None
-    return nxt if isinstance(nxt, int) and nxt > 0 else None
-
-
-def _read_failed(sup: str) -> bool:
-    try:
-        data = read_json(os.path.join(sup, RESTART_FILE))
-    except StoreError:
-        return True
-    return not isinstance(data, dict) or data.get("failed") != 0
-
-
 def _combine(codes: list[int]) -> int:
     """One exit code for the parts: failures win over success, errors over failures."""
     if not codes:
@@ -355,94 +391,3 @@ def _combine(codes: list[int]) -> int:
     if all(c == 5 for c in codes):
         return 5
     return 0 if all(c in (0, 5) for c in codes) else max(codes)
-
-
-def _junit_names(nodeid: str) -> tuple[str, str]:
-    """(classname, name) of a test as pytest's junitxml writes them: the file as a dotted
-    path, then each class, in ``classname``; the function (with its parameters) in
-    ``name``."""
-    path, bracket, params = nodeid.partition("[")
-    parts = path.split("::")
-    parts[0] = parts[0].replace("/", ".").removesuffix(".py")
-    parts[-1] += bracket + params
-    return ".".join(parts[:-1]), parts[-1]
-
-
-def _junit_from_results(results: str, target: str) -> None:
-    cases: dict[str, Any] = {}
-    try:
-        with open(results, encoding="utf-8") as f:
-            rows = [json.loads(line) for line in f if line.strip()]
-    except (OSError, ValueError):
-        return
-    suite = ET.Element("testsuite", name="pytest")
-    for row in rows:
-        nodeid = row["nodeid"]
-        case = cases.get(nodeid)
-        if case is None:
-            classname, name = _junit_names(nodeid)
-            case = cases[nodeid] = ET.SubElement(
-                suite,
-                "testcase",
-                classname=classname,
-                name=name,
-                time=f"{row.get('duration', 0):.3f}",
-            )
-        if row["outcome"] == "failed":
-            tag = "failure" if row["when"] == "call" else "error"
-            ET.SubElement(case, tag, message=f"{row['when']} failed").text = row.get("message", "")
-        elif row["outcome"] == "skipped":
-            ET.SubElement(case, "skipped", message="skipped")
-    ET.ElementTree(suite).write(target, encoding="utf-8", xml_declaration=True)
-
-
-def _move_junit(part: str, target: str) -> None:
-    if not os.path.exists(part):
-        return  # pytest wrote no report (usage error, interrupted before the end)
-    os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
-    try:
-        os.replace(part, target)
-    except OSError:
-        shutil.move(part, target)  # another file system
-
-
-def _merge_junit(parts: list[str], target: str, crashed: list[tuple[str, str]]) -> None:
-    suites: list[Any] = []
-    for p in parts:
-        try:
-            root = ET.parse(p).getroot()
-        except (OSError, ET.ParseError):
-            continue
-        suites += [root] if root.tag == "testsuite" else list(root)
-    if not suites:
-        return
-    merged = suites[0]
-    for s in suites[1:]:
-        for case in s.findall("testcase"):
-            merged.append(case)
-    for nodeid, how in crashed:
-        classname, name = _junit_names(nodeid)
-        # The reports it streamed before the crash made its entry already: one per test.
-        found = [
-            c for c in merged.findall("testcase")
-            if c.get("classname") == classname and c.get("name") == name
-        ]  # fmt: skip
-        if found:
-            case = found[-1]
-            for old in case.findall("skipped"):
-                case.remove(old)
-        else:
-            case = ET.SubElement(merged, "testcase", classname=classname, name=name, time="0")
-        ET.SubElement(
-            case, "failure", message=f"crashed the test process ({how})"
-        ).text = f"isolator: {nodeid} crashed the test process ({how})"
-    cases = merged.findall("testcase")
-    merged.set("tests", str(len(cases)))
-    for kind, attr in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
-        merged.set(attr, str(sum(1 for c in cases if c.find(kind) is not None)))
-    root = ET.Element("testsuites")
-    root.append(merged)
-    os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
-    tmp = target + ".tmp"
-    ET.ElementTree(root).write(tmp, encoding="utf-8", xml_declaration=True)
-    os.replace(tmp, target)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 from collections.abc import Sequence
 
@@ -77,22 +76,10 @@ def run(args: list[str]) -> int:
                     f"isolator: --reset={mode} is not a mode; use none, minimal, full or fork\n"
                 )
                 return 2
-    if not any(a == "--reset" or a.startswith("--reset=") for a in args):
-        if not _configured_reset():
-            args = ["--reset=minimal", *args]
-    return supervise(args)
-
-
-def _configured_reset() -> bool:
-    """Whether pyproject.toml in the current directory sets [tool.isolator] reset."""
-    from pathlib import Path
-
-    from isolator import _config
-
-    try:
-        return _config.load(Path(os.getcwd())).reset is not None
-    except _config.ConfigError:
-        return False
+    # Without --reset, pyproject.toml's mode or minimal: decided where pytest starts, so
+    # that this process reads no configuration before it starts the test process.
+    default_reset = not any(a == "--reset" or a.startswith("--reset=") for a in args)
+    return supervise(args, default_reset)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -301,3 +301,53 @@ def test_tests_see_the_command_line_and_main_module_of_python_m_pytest_not_isola
     assert plain.returncode == 0, plain.stdout + plain.stderr
     proc = _run(tmp_path, "isolator", "run", "--reset=minimal", "test_argv.py")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+POLLUTED = """
+import os
+
+def test_sets():
+    os.environ["ISOLATOR_TEST_LEFT"] = "1"
+
+def test_reads():
+    assert "ISOLATOR_TEST_LEFT" not in os.environ
+"""
+
+
+@pytest.mark.parametrize(
+    ("pyproject", "outcome"),
+    [(None, 0), ("reset = 'none'", 1), ("reset = 'full'", 0), ("fork = ['x']", 0)],
+)
+def test_isolator_run_without_reset_takes_the_configured_mode_else_minimal(
+    pytester: pytest.Pytester, tmp_path: Path, pyproject: str | None, outcome: int
+) -> None:
+    pytester.makepyfile(test_env=POLLUTED)
+    if pyproject is not None:
+        pytester.makepyprojecttoml(f"[tool.isolator]\n{pyproject}\n")
+    work = tmp_path / "tmp"
+    work.mkdir()
+    result = _run(pytester.path, "isolator", "run", TMPDIR=str(work))
+    assert result.returncode == outcome, result.stdout + result.stderr
+    # The supervisor's own directory for the run is gone.
+    assert [p.name for p in work.iterdir() if p.name.startswith("isolator-run-")] == []
+
+
+def test_the_supervisors_directory_is_private_and_never_one_already_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from isolator._supervise import _work_dir
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    # Left by a dead process with this pid, or made by another user: not ours to use.
+    taken = tmp_path / f"isolator-run-{os.getpid()}-0"
+    taken.mkdir()
+    (taken / "keep").write_text("theirs")
+    made = Path(_work_dir())
+    assert made.parent == tmp_path and made != taken
+    assert made.stat().st_mode & 0o777 == 0o700
+    assert (taken / "keep").read_text() == "theirs"
+    # Where no directory can be made, tempfile's choice.
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "missing"))
+    elsewhere = Path(_work_dir())
+    assert elsewhere.is_dir() and elsewhere.name.startswith("isolator-run-")
+    elsewhere.rmdir()

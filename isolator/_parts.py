@@ -1,0 +1,148 @@
+"""The files a supervised pytest process leaves for its supervisor: how far it got, whether
+it asked for a new process, and its JUnit XML (moved into place, rebuilt after a crash,
+merged across processes).  Imported by the supervisor once the test process is running:
+nothing here is needed before it starts."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from isolator._store import StoreError, read_json
+from isolator._supervise import RESTART_FILE
+
+
+def progress(sup: str) -> tuple[list[str], int | None, bool]:
+    """The collection, the index of the last test started (None: none), and whether that
+    test was over (the process died between two tests)."""
+    try:
+        collected = [str(x) for x in read_json(os.path.join(sup, "collected.json"))]
+    except StoreError:
+        return [], None, False
+    # As the plugin's _Progress stores it: 8 bytes, little-endian, -1 before the first
+    # test, -2 - i once test i is over.
+    try:
+        with open(os.path.join(sup, "progress"), "rb") as f:
+            raw = f.read(8)
+    except OSError:
+        return collected, None, False
+    if len(raw) != 8:
+        return collected, None, False
+    (i,) = struct.unpack("<q", raw)
+    over = i <= -2
+    if over:
+        i = -2 - i
+    return collected, (i if 0 <= i < len(collected) else None), over
+
+
+def restart_request(sup: str) -> int | None:
+    """The index of the first test left for a new process, if the child asked for one."""
+    try:
+        data = read_json(os.path.join(sup, RESTART_FILE))
+    except StoreError:
+        return None
+    nxt = data.get("next") if isinstance(data, dict) else None
+    return nxt if isinstance(nxt, int) and nxt > 0 else None
+
+
+def read_failed(sup: str) -> bool:
+    try:
+        data = read_json(os.path.join(sup, RESTART_FILE))
+    except StoreError:
+        return True
+    return not isinstance(data, dict) or data.get("failed") != 0
+
+
+def _junit_names(nodeid: str) -> tuple[str, str]:
+    """(classname, name) of a test as pytest's junitxml writes them: the file as a dotted
+    path, then each class, in ``classname``; the function (with its parameters) in
+    ``name``."""
+    path, bracket, params = nodeid.partition("[")
+    parts = path.split("::")
+    parts[0] = parts[0].replace("/", ".").removesuffix(".py")
+    parts[-1] += bracket + params
+    return ".".join(parts[:-1]), parts[-1]
+
+
+def junit_from_results(results: str, target: str) -> None:
+    cases: dict[str, Any] = {}
+    try:
+        with open(results, encoding="utf-8") as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+    except (OSError, ValueError):
+        return
+    suite = ET.Element("testsuite", name="pytest")
+    for row in rows:
+        nodeid = row["nodeid"]
+        case = cases.get(nodeid)
+        if case is None:
+            classname, name = _junit_names(nodeid)
+            case = cases[nodeid] = ET.SubElement(
+                suite,
+                "testcase",
+                classname=classname,
+                name=name,
+                time=f"{row.get('duration', 0):.3f}",
+            )
+        if row["outcome"] == "failed":
+            tag = "failure" if row["when"] == "call" else "error"
+            ET.SubElement(case, tag, message=f"{row['when']} failed").text = row.get("message", "")
+        elif row["outcome"] == "skipped":
+            ET.SubElement(case, "skipped", message="skipped")
+    ET.ElementTree(suite).write(target, encoding="utf-8", xml_declaration=True)
+
+
+def move_junit(part: str, target: str) -> None:
+    if not os.path.exists(part):
+        return  # pytest wrote no report (usage error, interrupted before the end)
+    os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
+    try:
+        os.replace(part, target)
+    except OSError:
+        shutil.move(part, target)  # another file system
+
+
+def merge_junit(parts: list[str], target: str, crashed: list[tuple[str, str]]) -> None:
+    suites: list[Any] = []
+    for p in parts:
+        try:
+            root = ET.parse(p).getroot()
+        except (OSError, ET.ParseError):
+            continue
+        suites += [root] if root.tag == "testsuite" else list(root)
+    if not suites:
+        return
+    merged = suites[0]
+    for s in suites[1:]:
+        for case in s.findall("testcase"):
+            merged.append(case)
+    for nodeid, how in crashed:
+        classname, name = _junit_names(nodeid)
+        # The reports it streamed before the crash made its entry already: one per test.
+        found = [
+            c for c in merged.findall("testcase")
+            if c.get("classname") == classname and c.get("name") == name
+        ]  # fmt: skip
+        if found:
+            case = found[-1]
+            for old in case.findall("skipped"):
+                case.remove(old)
+        else:
+            case = ET.SubElement(merged, "testcase", classname=classname, name=name, time="0")
+        ET.SubElement(
+            case, "failure", message=f"crashed the test process ({how})"
+        ).text = f"isolator: {nodeid} crashed the test process ({how})"
+    cases = merged.findall("testcase")
+    merged.set("tests", str(len(cases)))
+    for kind, attr in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
+        merged.set(attr, str(sum(1 for c in cases if c.find(kind) is not None)))
+    root = ET.Element("testsuites")
+    root.append(merged)
+    os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
+    tmp = target + ".tmp"
+    ET.ElementTree(root).write(tmp, encoding="utf-8", xml_declaration=True)
+    os.replace(tmp, target)
