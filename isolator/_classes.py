@@ -45,18 +45,19 @@ def _api() -> tuple[Any, ...] | None:
     if gil is not None and not gil():
         return None
     try:
-        import ctypes
+        from isolator import _cmem
 
-        api = ctypes.pythonapi
-        add, watch = api.PyType_AddWatcher, api.PyType_Watch
-        clear, assign = api.PyType_ClearWatcher, api.PyUnstable_Type_AssignVersionTag
+        fn = _cmem.pythonapi_function
+        add, watch = fn("PyType_AddWatcher"), fn("PyType_Watch")
+        clear, assign = fn("PyType_ClearWatcher"), fn("PyUnstable_Type_AssignVersionTag")
     except (ImportError, AttributeError):
         return None
-    callback = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object)
-    add.argtypes, add.restype = [callback], ctypes.c_int
-    watch.argtypes, watch.restype = [ctypes.c_int, ctypes.py_object], ctypes.c_int
-    clear.argtypes, clear.restype = [ctypes.c_int], ctypes.c_int
-    assign.argtypes, assign.restype = [ctypes.py_object], ctypes.c_int
+    c_int, py_object = _cmem.c_int, _cmem.py_object
+    callback = _cmem.pyfunctype(c_int, py_object)
+    add.argtypes, add.restype = [callback], c_int
+    watch.argtypes, watch.restype = [c_int, py_object], c_int
+    clear.argtypes, clear.restype = [c_int], c_int
+    assign.argtypes, assign.restype = [py_object], c_int
     return callback, add, watch, clear, assign
 
 

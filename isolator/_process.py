@@ -317,20 +317,20 @@ def _mt_fingerprint_reader() -> Callable[[], object] | None:
     The layout is checked against getstate() before it is trusted; else None.
     """
     try:
-        import ctypes
+        from isolator import _cmem
 
         inst = random._inst
         if type(inst).__mro__[-2].__name__ != "Random" or sys.implementation.name != "cpython":
             return None
         base = id(inst) + object.__basicsize__
-        index = ctypes.c_int.from_address(base)
-        words = (ctypes.c_uint32 * 4).from_address(base + ctypes.sizeof(ctypes.c_int))
+        index = _cmem.c_int.from_address(base)
+        words = (_cmem.c_uint32 * 4).from_address(base + _cmem.sizeof(_cmem.c_int))
         state = inst.getstate()[1]
         if index.value != state[624] or list(words) != list(state[:4]):
             return None
         gauss = operator.attrgetter("gauss_next")
         # The index and the first words, read as raw bytes in one call.
-        raw = memoryview((ctypes.c_char * (ctypes.sizeof(ctypes.c_int) + 16)).from_address(base))
+        raw = memoryview((_cmem.c_char * (_cmem.sizeof(_cmem.c_int) + 16)).from_address(base))
 
         def read() -> object:
             return (raw.tobytes(), gauss(inst))

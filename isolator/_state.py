@@ -1506,15 +1506,15 @@ def _context_api() -> Any:
     if sys.implementation.name != "cpython":
         return None
     try:
-        import ctypes
+        from isolator import _cmem
 
-        api = ctypes.pythonapi
-        enter, leave = api.PyContext_Enter, api.PyContext_Exit
+        enter = _cmem.pythonapi_function("PyContext_Enter")
+        leave = _cmem.pythonapi_function("PyContext_Exit")
     except (ImportError, AttributeError):
         return None
     for fn in (enter, leave):
-        fn.argtypes = [ctypes.py_object]
-        fn.restype = ctypes.c_int
+        fn.argtypes = [_cmem.py_object]
+        fn.restype = _cmem.c_int
     return enter, leave
 
 

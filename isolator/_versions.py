@@ -6,7 +6,7 @@ header and ``ma_used``; every mutation (set, delete, clear, update, ``STORE_GLOB
 costs the same for a dict of 3 keys and of 3,000, where comparing the dict with its
 snapshot costs a hash lookup per key.
 
-The tag is private CPython data.  We read it through ``ctypes`` only on builds where a
+The tag is private CPython data.  We read it through ctypes (``_cmem``) only on builds where a
 self-test at first use shows it moving on each kind of write we rely on, and treat it as a
 hint in one direction only: an unchanged tag means "unchanged since verified"; a changed tag
 means "compare the contents".  Elsewhere (other implementations, free-threaded builds,
@@ -22,7 +22,6 @@ are watched by tag or always compared by contents.
 from __future__ import annotations
 
 import collections
-import ctypes
 import gc
 import operator
 import sys
@@ -30,7 +29,9 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-_PTR = ctypes.sizeof(ctypes.c_void_p)
+from isolator import _cmem
+
+_PTR = _cmem.sizeof(_cmem.c_void_p)
 _TAG_OFFSET = 3 * _PTR  # ob_refcnt, ob_type, ma_used
 _VALUES_OFFSET = 5 * _PTR  # ... ma_version_tag, ma_keys, ma_values
 
@@ -48,7 +49,7 @@ class _Probe:
 
 
 def _tag(d: dict[Any, Any]) -> int:
-    return int(ctypes.c_uint64.from_address(id(d) + _TAG_OFFSET).value)
+    return int(_cmem.c_uint64.from_address(id(d) + _TAG_OFFSET).value)
 
 
 def _self_test() -> bool:
@@ -124,7 +125,7 @@ def _split_self_test() -> bool:
     for i in range(200):  # let the stores specialise, on this object and on others
         _store_a(objs[1], i)
         _store_a(obj, i)
-    if not ctypes.c_void_p.from_address(id(d) + _VALUES_OFFSET).value:
+    if not _cmem.c_void_p.from_address(id(d) + _VALUES_OFFSET).value:
         return False  # not a split dict here: nothing to decide from
     writes: list[Callable[[], object]] = [
         lambda: _store_a(obj, -1),
@@ -184,7 +185,7 @@ def _free_threaded() -> bool:
     return bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 
 
-def cell_for(live: object) -> ctypes.c_uint64 | None:
+def cell_for(live: object) -> _cmem.c_uint64 | None:
     """A live view of ``live``'s version tag (a dict, or a class's mappingproxy), or None
     when the tag cannot be trusted for it.  The caller keeps ``live`` alive."""
     if not available():
@@ -196,9 +197,9 @@ def cell_for(live: object) -> ctypes.c_uint64 | None:
         live = inner[0]
     elif type(live) not in _PLAIN_DICTS:
         return None  # other subclasses may override writes or equality
-    if ctypes.c_void_p.from_address(id(live) + _VALUES_OFFSET).value and not split_dicts_tagged():
+    if _cmem.c_void_p.from_address(id(live) + _VALUES_OFFSET).value and not split_dicts_tagged():
         return None  # split / inline-values dict whose stores bypass the tag (3.13)
-    return ctypes.c_uint64.from_address(id(live) + _TAG_OFFSET)
+    return _cmem.c_uint64.from_address(id(live) + _TAG_OFFSET)
 
 
 # A slot-only object keeps each slot's value as a pointer inside the object, between the
@@ -241,7 +242,7 @@ def _slots_area(obj: object) -> memoryview | None:
     size = cls.__basicsize__ - _HEAD
     if size <= 0 or cls.__itemsize__ or cls.__dictoffset__:
         return None
-    return memoryview((ctypes.c_char * size).from_address(id(obj) + _HEAD)).cast("B")
+    return memoryview((_cmem.c_char * size).from_address(id(obj) + _HEAD)).cast("B")
 
 
 def _verified(name: str, self_test: Callable[[], bool]) -> bool:
@@ -284,14 +285,14 @@ _str_kind = [-1]  # dk_kind of such a table, as the self-test read it
 
 
 def _keys_of(d: dict[Any, Any]) -> int:
-    return int(ctypes.c_void_p.from_address(id(d) + _KEYS_OFFSET).value or 0)
+    return int(_cmem.c_void_p.from_address(id(d) + _KEYS_OFFSET).value or 0)
 
 
 def _read_entries(d: dict[Any, Any], n: int | None) -> bytes | None:
     keys = _keys_of(d)
-    if not keys or ctypes.c_void_p.from_address(id(d) + _VALUES_OFFSET).value:
+    if not keys or _cmem.c_void_p.from_address(id(d) + _VALUES_OFFSET).value:
         return None  # a split table (an instance dict)
-    head = ctypes.string_at(keys, _INDICES)
+    head = _cmem.string_at(keys, _INDICES)
     if head[_KIND] != _str_kind[0]:
         return None
     used = int.from_bytes(head[_NENTRIES : _NENTRIES + 8], sys.byteorder, signed=True)
@@ -300,7 +301,7 @@ def _read_entries(d: dict[Any, Any], n: int | None) -> bytes | None:
     elif used < n:
         return None
     start = keys + _INDICES + (1 << head[_LOG2_INDEX_BYTES])
-    return ctypes.string_at(start, n * ENTRY)
+    return _cmem.string_at(start, n * ENTRY)
 
 
 def _entries_self_test() -> bool:
@@ -312,7 +313,7 @@ def _entries_self_test() -> bool:
     names = [f"_isolator_entry_{i}" for i in range(5)]
     values = [object() for _ in names]
     d = dict(zip(names, values))
-    _str_kind[0] = ctypes.string_at(_keys_of(d), _INDICES)[_KIND]
+    _str_kind[0] = _cmem.string_at(_keys_of(d), _INDICES)[_KIND]
     image = _read_entries(d, len(names))
     if image is None:
         return False

@@ -67,3 +67,31 @@ def test_isolator_modules_are_not_assertion_rewritten(
         assert name in loaders
     rewritten = sorted(n for n, loader in loaders.items() if loader == "AssertionRewritingHook")
     assert rewritten == []
+
+
+def test_a_resetting_run_leaves_ctypes_unimported_as_a_fresh_process_does(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # isolator reads dict version tags, slot areas and the random generator's position,
+    # and uses type watchers where there are, through _ctypes directly: a test that looks
+    # at what is imported sees the modules of a plain run.  (Other plugins are left out:
+    # some import ctypes themselves.)
+    import sys
+
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    pytester.makepyfile(
+        test_mods="""
+import random, sys
+
+def test_report():
+    random.random()
+    print("CTYPES", "ctypes" in sys.modules)
+"""
+    )
+    plain = pytester.run(sys.executable, "-m", "pytest", "-s", timeout=120)
+    plain.stdout.fnmatch_lines(["*CTYPES False*"])
+    result = pytester.run(
+        sys.executable, "-m", "isolator", "run", "--reset=minimal", "-s", timeout=120
+    )
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(["*CTYPES False*", "*--reset=minimal: 1 tests checked*"])
