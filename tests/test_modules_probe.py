@@ -205,6 +205,57 @@ def test_second():
     result.assert_outcomes(passed=2)
 
 
+@pytest.mark.parametrize(
+    ("effect", "check"),
+    [
+        ("os.environ['LIB_EFFECT'] = 'set'", "os.environ.get('LIB_EFFECT') == 'set'"),
+        (
+            "logging.getLogger('lib.effect').setLevel(logging.ERROR)",
+            "logging.getLogger('lib.effect').level == logging.ERROR",
+        ),
+        ("sys.path.append('/lib-effect')", "'/lib-effect' in sys.path"),
+        ("warnings.simplefilter('error', UserWarning)", "warnings.filters[0][2] is UserWarning"),
+    ],
+    ids=["environ", "logging", "sys.path", "warnings"],
+)
+def test_a_library_module_that_only_changes_process_state_when_imported_runs_again(
+    pytester: pytest.Pytester, effect: str, check: str
+) -> None:
+    # Its import changes nothing but process-wide state, which the reset after each test
+    # undoes: a later import must run it again (a fresh process would), also when it is
+    # imported inside another module's first import, and when the test had already changed
+    # other state before importing it.
+    prelude = "import logging, os, sys, warnings\n"
+    body = f"""
+{prelude}
+import pytest
+
+def test_direct():
+    import effect
+    assert {check}
+
+def test_nested():
+    import outer
+    assert {check}
+
+def test_after_other_changes(monkeypatch):
+    monkeypatch.setenv("OTHER", "1")
+    logging.getLogger("other").setLevel(logging.WARNING)
+    import effect
+    assert {check}
+
+def test_direct_again():
+    import effect
+    assert {check}
+"""
+    result = _run_lib_tests(
+        pytester,
+        {"effect.py": prelude + effect + "\n", "outer.py": "import effect\n"},
+        body,
+    )
+    result.assert_outcomes(passed=4)
+
+
 def test_the_modules_a_reinstated_module_imported_come_back_in_import_order(
     pytester: pytest.Pytester,
 ) -> None:
