@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -35,6 +36,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(f"isolator {__version__}\n")
         return 0
     cmd, rest = args[0], args[1:]
+    try:
+        os.getcwd()
+    except OSError as exc:
+        # (Every command works from the current directory: pytest's rootdir, .isolator/.)
+        sys.stderr.write(
+            f"isolator: the current directory is gone ({exc.strerror}); run from an existing "
+            "directory\n"
+        )
+        return 4
     try:
         if cmd == "run":
             status = run(rest)

@@ -351,3 +351,23 @@ def test_the_supervisors_directory_is_private_and_never_one_already_there(
     elsewhere = Path(_work_dir())
     assert elsewhere.is_dir() and elsewhere.name.startswith("isolator-run-")
     elsewhere.rmdir()
+
+
+@pytest.mark.parametrize("command", [["run"], ["deps"], ["explain", "test_x.py::test_x"]])
+def test_a_command_started_in_a_deleted_directory_says_so_in_one_line(
+    tmp_path: Path, command: list[str]
+) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = f"import os, runpy, sys; os.chdir({str(gone)!r}); os.rmdir({str(gone)!r}); "
+    script += (
+        f"sys.argv = ['isolator', *{command!r}]; runpy.run_module('isolator', run_name='__main__')"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "isolator: the current directory is gone (No such file or directory); run from an "
+        "existing directory"
+    ]
