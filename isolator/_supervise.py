@@ -345,7 +345,9 @@ def _start(cmd: list[str], env: dict[str, str], default_reset: bool = False) -> 
         # branch's child gets): not isolator's own `run --reset=...`.
         sys.argv = [os.path.join(os.path.dirname(pytest.__file__), "__main__.py"), *cmd[3:]]
         _as_python_m_pytest_main()
-        code = int(pytest.main(cmd[3:]))
+        # pytest's console entry point (sys.argv holds the arguments): what `python -m
+        # pytest` runs, with its handling of a closed output pipe (`| head`).
+        code = int(pytest.console_main())
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:

@@ -371,3 +371,33 @@ def test_a_command_started_in_a_deleted_directory_says_so_in_one_line(
         "isolator: the current directory is gone (No such file or directory); run from an "
         "existing directory"
     ]
+
+
+def test_output_into_a_pipe_closed_early_ends_as_under_plain_pytest(
+    pytester: pytest.Pytester,
+) -> None:
+    # `isolator run | head`: more output than a pipe holds, so pytest's writes meet the
+    # closed pipe; pytest's console entry point turns that into exit code 1, no traceback.
+    pytester.makepyfile(
+        test_many="import pytest\n\n@pytest.mark.parametrize('i', range(2000))\n"
+        "def test_i(i):\n    pass\n"
+    )
+    codes = {}
+    for name, cmd in {
+        "plain": ["pytest", "-p", "no:isolator"],
+        "isolator": ["isolator", "run"],
+    }.items():
+        proc = subprocess.Popen(
+            [sys.executable, "-m", *cmd, "-v", "-p", "no:randomly", "-p", "no:cacheprovider"],
+            cwd=pytester.path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.readline()
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        proc.stderr.close()
+        codes[name] = proc.wait(timeout=120)
+        assert "Traceback" not in err, err
+    assert codes == {"plain": 1, "isolator": 1}
