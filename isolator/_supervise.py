@@ -348,6 +348,15 @@ def _start(cmd: list[str], env: dict[str, str], default_reset: bool = False) -> 
         # pytest's console entry point (sys.argv holds the arguments): what `python -m
         # pytest` runs, with its handling of a closed output pipe (`| head`).
         code = int(pytest.console_main())
+        if not isolator.plugin.CONFIGURED[0] and code in (0, 1, 5):
+            # pytest ran to its end without isolator's plugin: blocked (`-p no:isolator`
+            # in the arguments, addopts or the ini file).  Its result stands, said to be
+            # one without isolation.
+            sys.stderr.write(
+                "isolator: the isolator plugin was blocked (-p no:isolator?): the tests ran "
+                "without isolation\n"
+            )
+            _mark_finished(cmd)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:
@@ -356,6 +365,15 @@ def _start(cmd: list[str], env: dict[str, str], default_reset: bool = False) -> 
         traceback.print_exc()
     finally:
         exit_now(code)
+
+
+def _mark_finished(cmd: list[str]) -> None:
+    """Tell the supervisor the run was complete (as the plugin does at session end)."""
+    for arg in cmd:
+        if arg.startswith("--isolator-supervised="):
+            path = os.path.join(arg.partition("=")[2], "finished")
+            with open(path, "w", encoding="ascii") as f:
+                f.write("1\n")
 
 
 def exit_now(code: int) -> NoReturn:

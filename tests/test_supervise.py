@@ -401,3 +401,16 @@ def test_output_into_a_pipe_closed_early_ends_as_under_plain_pytest(
         codes[name] = proc.wait(timeout=120)
         assert "Traceback" not in err, err
     assert codes == {"plain": 1, "isolator": 1}
+
+
+@pytest.mark.parametrize(("body", "code"), [("pass", 0), ("assert False", 1)])
+def test_a_run_with_the_plugin_blocked_keeps_pytests_result_and_says_it_was_not_isolated(
+    pytester: pytest.Pytester, body: str, code: int
+) -> None:
+    pytester.makepyfile(test_one=f"def test_one():\n    {body}\n")
+    result = _run(pytester.path, "isolator", "run", "-p", "no:isolator")
+    assert result.returncode == code, result.stdout + result.stderr
+    assert result.stderr.splitlines() == [
+        "isolator: the isolator plugin was blocked (-p no:isolator?): the tests ran without "
+        "isolation"
+    ]
