@@ -345,18 +345,26 @@ def _start(cmd: list[str], env: dict[str, str], default_reset: bool = False) -> 
         # branch's child gets): not isolator's own `run --reset=...`.
         sys.argv = [os.path.join(os.path.dirname(pytest.__file__), "__main__.py"), *cmd[3:]]
         _as_python_m_pytest_main()
-        # pytest's console entry point (sys.argv holds the arguments): what `python -m
-        # pytest` runs, with its handling of a closed output pipe (`| head`).
-        code = int(pytest.console_main())
-        if not isolator.plugin.CONFIGURED[0] and code in (0, 1, 5):
-            # pytest ran to its end without isolator's plugin: blocked (`-p no:isolator`
-            # in the arguments, addopts or the ini file).  Its result stands, said to be
-            # one without isolation.
+        watch = _RunWatch()
+        try:
+            # The arguments are in sys.argv, as for `python -m pytest`.
+            code = int(pytest.main(plugins=[watch]))
+            sys.stdout.flush()
+        except BrokenPipeError:
+            # The output went into a pipe closed early (`| head`): as pytest's console
+            # entry point does, the rest of the output goes nowhere and the exit code is
+            # the one Python gives a closed pipe.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            code = 1
+        if watch.session and not watch.isolated:
+            # `-p no:isolator` in the arguments, addopts or the ini file: the result
+            # stands, said to be one without isolation.
             sys.stderr.write(
-                "isolator: the isolator plugin was blocked (-p no:isolator?): the tests ran "
-                "without isolation\n"
+                "isolator: the isolator plugin was blocked (-p no:isolator?): this run had no "
+                "isolation\n"
             )
-            _mark_finished(cmd)
+        # pytest returned (a session, or --markers, --version...): this process did not die.
+        _mark_finished(cmd)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:
@@ -367,8 +375,20 @@ def _start(cmd: list[str], env: dict[str, str], default_reset: bool = False) -> 
         exit_now(code)
 
 
+class _RunWatch:
+    """In the test process: whether a session ran, and isolator's core plugin with it."""
+
+    def __init__(self) -> None:
+        self.session = False
+        self.isolated = False
+
+    def pytest_sessionstart(self, session: Any) -> None:
+        self.session = True
+        self.isolated = session.config.pluginmanager.has_plugin("isolator-core")
+
+
 def _mark_finished(cmd: list[str]) -> None:
-    """Tell the supervisor the run was complete (as the plugin does at session end)."""
+    """Tell the supervisor that pytest returned (the plugin also says so at session end)."""
     for arg in cmd:
         if arg.startswith("--isolator-supervised="):
             path = os.path.join(arg.partition("=")[2], "finished")

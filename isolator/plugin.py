@@ -110,12 +110,7 @@ def _asked_for(config: pytest.Config) -> bool:
     return False
 
 
-# How many pytest configurations this plugin took part in (see _supervise._start).
-CONFIGURED = [0]
-
-
 def pytest_configure(config: pytest.Config) -> None:
-    CONFIGURED[0] += 1
     config.addinivalue_line(
         "markers", "isolator_fork: always run this test in a forked child process"
     )

@@ -411,6 +411,18 @@ def test_a_run_with_the_plugin_blocked_keeps_pytests_result_and_says_it_was_not_
     result = _run(pytester.path, "isolator", "run", "-p", "no:isolator")
     assert result.returncode == code, result.stdout + result.stderr
     assert result.stderr.splitlines() == [
-        "isolator: the isolator plugin was blocked (-p no:isolator?): the tests ran without "
-        "isolation"
+        "isolator: the isolator plugin was blocked (-p no:isolator?): this run had no isolation"
     ]
+
+
+@pytest.mark.parametrize("option", ["--markers", "--version", "--fixtures", "--collect-only"])
+def test_pytest_commands_that_run_no_tests_end_as_under_plain_pytest(
+    pytester: pytest.Pytester, option: str
+) -> None:
+    # Some end before a session (--version) or without one (--markers): pytest returned,
+    # so the process did not die, whatever it ran.
+    pytester.makepyfile(test_one="def test_one():\n    pass\n")
+    plain = _run(pytester.path, "pytest", "-p", "no:isolator", option)
+    run = _run(pytester.path, "isolator", "run", option)
+    assert (run.returncode, run.stderr) == (plain.returncode, plain.stderr)
+    assert run.returncode == 0
