@@ -348,7 +348,7 @@ def _start(cmd: list[str], env: dict[str, str], default_reset: bool = False) -> 
         watch = _RunWatch()
         try:
             # The arguments are in sys.argv, as for `python -m pytest`.
-            code = int(pytest.main(plugins=[watch]))
+            code = int(_pytest_main(pytest, watch))
             sys.stdout.flush()
         except BrokenPipeError:
             # The output went into a pipe closed early (`| head`): as pytest's console
@@ -373,6 +373,19 @@ def _start(cmd: list[str], env: dict[str, str], default_reset: bool = False) -> 
         traceback.print_exc()
     finally:
         exit_now(code)
+
+
+def _pytest_main(pytest: Any, watch: object) -> Any:
+    """``pytest.main()``, naming ``isolator run`` in usage errors where pytest can name its
+    program (its internal ``_main``, pytest 9 on; else they name ``pytest.main()``)."""
+    import inspect
+
+    from _pytest import config
+
+    main = getattr(config, "_main", None)
+    if main is not None and "prog" in inspect.signature(main).parameters:
+        return main(plugins=[watch], prog="isolator run")
+    return pytest.main(plugins=[watch])
 
 
 class _RunWatch:

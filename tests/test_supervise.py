@@ -426,3 +426,21 @@ def test_pytest_commands_that_run_no_tests_end_as_under_plain_pytest(
     run = _run(pytester.path, "isolator", "run", option)
     assert (run.returncode, run.stderr) == (plain.returncode, plain.stderr)
     assert run.returncode == 0
+
+
+def test_a_usage_error_names_isolator_run_and_exits_as_pytest_does(
+    pytester: pytest.Pytester,
+) -> None:
+    import inspect
+
+    from _pytest import config
+
+    main = getattr(config, "_main", None)
+    if main is None or "prog" not in inspect.signature(main).parameters:
+        pytest.skip("this pytest cannot name its program")
+    pytester.makepyfile(test_one="def test_one():\n    pass\n")
+    plain = _run(pytester.path, "pytest", "-p", "no:isolator", "--no-such-option")
+    run = _run(pytester.path, "isolator", "run", "--no-such-option")
+    assert run.returncode == plain.returncode == 4
+    assert "isolator run: error: unrecognized arguments: --no-such-option" in run.stderr
+    assert "Traceback" not in run.stderr
