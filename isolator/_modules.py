@@ -417,6 +417,7 @@ _Fresh = tuple[
 
 
 _FIRST_IMPORT: Final = "_isolator_first_import"
+_EARLIER_IMPORT: Final = "_isolator_earlier_import"  # (see _FirstImports.forget)
 
 
 class _FirstImports:
@@ -457,17 +458,36 @@ class _FirstImports:
             return entry[1]  # type: ignore[no-any-return]
         return None
 
-    def forget(self, module: types.ModuleType) -> None:
+    def forget(self, module: types.ModuleType, keep_earlier: bool = False) -> None:
+        """The module's first import no longer describes what importing it gives (it is
+        executed on its next import); ``keep_earlier``: kept as its earlier import (see
+        :meth:`earlier`)."""
         d = module.__dict__
         for holder in (d.get("__spec__"), d.get("__loader__")):
             hd = getattr(holder, "__dict__", {})
             entry = hd.get(_FIRST_IMPORT)
             if entry is not None and entry[0]() is module:
                 del hd[_FIRST_IMPORT]
+                if keep_earlier:
+                    hd[_EARLIER_IMPORT] = entry
+
+    def earlier(self, module: types.ModuleType) -> _Fresh | None:
+        """The first import of ``module``, also when forgotten with ``keep_earlier``."""
+        fresh = self.get(module)
+        if fresh is not None:
+            return fresh
+        d = module.__dict__
+        for holder in (d.get("__spec__"), d.get("__loader__")):
+            entry = getattr(holder, "__dict__", {}).get(_EARLIER_IMPORT)
+            if entry is not None and entry[0]() is module:
+                return entry[1]  # type: ignore[no-any-return]
+        return None
 
     def clear(self) -> None:
         for holder in list(self._holders):
-            getattr(holder, "__dict__", {}).pop(_FIRST_IMPORT, None)
+            hd = getattr(holder, "__dict__", {})
+            hd.pop(_FIRST_IMPORT, None)
+            hd.pop(_EARLIER_IMPORT, None)
         self._holders = weakref.WeakSet()
 
 
@@ -735,6 +755,10 @@ class _Capture:
                     _environ.__class__ = _NotingEnviron
         try:
             loader.exec_module(module)
+        except Exception as exc:
+            if self.finder.bring_back_earlier(self.spec.name, module, exc):
+                return
+            raise
         finally:
             stack.pop()
             with _ACTIVE_LOCK:
@@ -782,6 +806,7 @@ class _Capture:
             inputs,
         )
         self.finder.fresh.put(module, self.spec, loader, fresh)
+        self.finder.earlier[self.spec.name] = weakref.ref(module)
 
     def _probe_unchanged(self, probe: Callable[[], Any], before: Any) -> bool:
         after = probe()
@@ -869,6 +894,10 @@ class UnloadedFinder:
         # Names that C code imported (not an import statement nor importlib): C may keep
         # the module (see ModulesProbe._held_elsewhere).
         self.from_c: set[str] = set()
+        # name -> the module its last completed first import executed (see
+        # bring_back_earlier), and the modules brought back so -> why.
+        self.earlier: dict[str, weakref.ref[types.ModuleType]] = {}
+        self.came_back: dict[str, str] = {}
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         if name.startswith(_RUNNER_PREFIXES):
@@ -889,7 +918,7 @@ class UnloadedFinder:
             self.from_c.add(name)
         if mod is not None and self._stale(mod):
             self._found.pop(name, None)
-            self.fresh.forget(mod)
+            self.fresh.forget(mod, keep_earlier=True)
             mod = None
         if mod is not None:
             where = _where(path)
@@ -1086,6 +1115,40 @@ class UnloadedFinder:
             setattr(parent, child, mod)
         return True
 
+    def bring_back_earlier(self, name: str, failed: types.ModuleType, exc: Exception) -> bool:
+        """A module executed again (its first import had effects a reinstatement would
+        skip, or modules it imported were executed again since) raised where an earlier
+        test's execution of it had completed, from the same file and environment: what
+        differs is state of that execution's that no reset puts back, such as an entry in
+        another library's registry ("already registered").  It comes back as that
+        execution left it, as a pure module does: True (reported in the summary).  An
+        ImportError, or environment variables it read set otherwise, is the import's own
+        outcome: False."""
+        ref = self.earlier.get(name)
+        old = None if ref is None else ref()
+        if old is None or old is failed or isinstance(exc, ImportError):
+            return False
+        fresh = self.fresh.earlier(old)
+        if fresh is None or self._rewritten(old, fresh):
+            return False
+        inputs = fresh[6]
+        _, _, _, keys, values = inputs.flat()
+        if (
+            inputs.platform != (sys.platform, os.name)
+            or any(map(operator.ne, map(_env_value, keys), values))
+            or (inputs.every is not None and inputs.every != _environ._data)
+        ):
+            return False  # the test set the environment it reads: its own outcome
+        sys.modules[name] = old
+        try:
+            _Reinstate(old, fresh).exec_module(old)
+        except BaseException:
+            sys.modules.pop(name, None)
+            raise
+        why = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        self.came_back.setdefault(name, why[:200])
+        return True
+
     def invalidate_caches(self) -> None:
         # importlib.invalidate_caches(): files may have appeared where imports look.
         self._found.clear()
@@ -1108,6 +1171,8 @@ class UnloadedFinder:
         self._answered.clear()
         self._unchanged_at.clear()
         self.from_c.clear()
+        self.earlier.clear()
+        self.came_back.clear()
         self.probe = None
         self.snapshot = None
         self.lazy = None

@@ -37,6 +37,7 @@ def collect(core: IsolatorPlugin) -> dict[str, Any]:
         "unwalkable": [list(u) for t in r.tables.values() for u in t.unwalkable],
         "truncated": [s for t in r.tables.values() for s in t.truncated],
         "emptied": [list(e) for e in r.emptied],
+        "came_back": [[name, why] for name, why in r.came_back.items()],
         "observed_memos": list(r.observed_memos),
         "impure_memos": list(r.impure_memos),
         "memo_unaffordable": list(r.memo_unaffordable),
@@ -77,6 +78,7 @@ def merge(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
         "unwalkable": _union(a["unwalkable"], b["unwalkable"]),
         "truncated": _union(a["truncated"], b["truncated"]),
         "emptied": _union(a["emptied"], b["emptied"]),
+        "came_back": _union(a.get("came_back", []), b.get("came_back", [])),
         "observed_memos": list(dict.fromkeys(a["observed_memos"] + b["observed_memos"])),
         "impure_memos": list(dict.fromkeys(a.get("impure_memos", []) + b.get("impure_memos", []))),
         "memo_unaffordable": list(
@@ -165,6 +167,15 @@ def write(data: dict[str, Any], fork_file: str, tr: Any) -> None:
             f"forgot {len(unforked)} test(s) from {fork_file}: forked, they left nothing "
             "that cannot be reset; they run in this process next time: "
             + ", ".join(unforked[:_TOP])
+        )
+    came_back: list[list[str]] = data.get("came_back", [])
+    if came_back:
+        _listed(
+            tr,
+            f"brought back {len(came_back)} module(s) as an earlier test's import left them: "
+            "importing them again failed on what that import left in other objects, which "
+            "isolator does not reset: ",
+            [(name, why) for name, why in came_back],
         )
     unwalkable = data["unwalkable"]
     if unwalkable:

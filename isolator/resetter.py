@@ -435,6 +435,9 @@ class Resetter:
         self.test_modules: set[str] = set()  # (test_code without the conftests)
         # Bounded memo caches emptied with entries from the baseline (site, how many).
         self.emptied: list[tuple[str, int]] = []
+        # Modules brought back as an earlier test's import left them, where executing
+        # them again failed -> why (see UnloadedFinder.bring_back_earlier).
+        self.came_back: dict[str, str] = {}
         # Memo sites not learned because code reads them itself (see _observed), once an
         # entry was recomputed the same, in the order found: the summary names them, with
         # what `keep` would do.
@@ -802,6 +805,7 @@ class Resetter:
         remove_empty_dir(self.files.backup_dir)
         if _modules.FINDER in sys.meta_path:
             sys.meta_path.remove(_modules.FINDER)
+        self.came_back.update(_modules.FINDER.came_back)
         _modules.FINDER.clear()
         _modules.unwatch(self.swapped)
         self.swapped = []

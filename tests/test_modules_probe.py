@@ -256,6 +256,75 @@ def test_direct_again():
     result.assert_outcomes(passed=4)
 
 
+REGISTRY_LIB = {
+    "registry.py": "REGISTERED = set()\n\n"
+    "def register(key):\n"
+    "    if key in REGISTERED:\n"
+    "        raise ValueError(f'{key} was already registered')\n"
+    "    REGISTERED.add(key)\n",
+    # Its import warns (so it is executed again on each import) and registers itself.
+    "plugin_mod.py": "import warnings, registry\n"
+    "warnings.warn('plugin_mod is old', DeprecationWarning)\n"
+    "registry.register('plugin')\n"
+    "class Thing:\n    pass\n",
+    # Pure itself, but it imports a module that is executed again (a new object each time).
+    "dep.py": "import warnings\nwarnings.warn('dep is old', DeprecationWarning)\n",
+    "user.py": "import dep, registry\nregistry.register('user')\n",
+    "needs_env.py": "import os, warnings, registry\n"
+    "warnings.warn('needs_env is old', DeprecationWarning)\n"
+    "if os.environ.get('NEEDS') != '1':\n"
+    "    raise RuntimeError('NEEDS is not set')\n"
+    "registry.register('needs')\n",
+}
+
+
+def test_a_module_that_an_earlier_import_registered_comes_back_when_running_it_again_fails(
+    pytester: pytest.Pytester,
+) -> None:
+    # Executing the module again meets the registry entry its first execution left (in
+    # another library's object, which no reset puts back): it comes back as that execution
+    # left it, as a fresh process's single import would have it.  An ImportError, or the
+    # environment it reads set otherwise, is the import's own outcome and stands.
+    tests = """
+import sys
+import pytest
+
+def test_first():
+    import plugin_mod
+    assert plugin_mod.Thing
+
+def test_again():
+    import plugin_mod
+    assert plugin_mod.Thing
+
+def test_user():
+    import user
+
+def test_user_again():
+    import user
+
+def test_an_import_made_to_fail_still_fails(monkeypatch):
+    monkeypatch.setitem(sys.modules, "registry", None)
+    with pytest.raises(ImportError):
+        import plugin_mod
+
+def test_with_the_environment(monkeypatch):
+    monkeypatch.setenv("NEEDS", "1")
+    import needs_env
+
+def test_without_it():
+    with pytest.raises(RuntimeError):
+        import needs_env
+"""
+    result = _run_lib_tests(pytester, REGISTRY_LIB, tests)
+    result.assert_outcomes(passed=7)
+    result.stdout.fnmatch_lines(
+        ["brought back 2 module(s) as an earlier test's import left them:*"
+         "plugin_mod (ValueError: plugin was already registered)*"
+         "user (ValueError: user was already registered)*"]
+    )  # fmt: skip
+
+
 def test_the_modules_a_reinstated_module_imported_come_back_in_import_order(
     pytester: pytest.Pytester,
 ) -> None:
