@@ -341,7 +341,7 @@ _UNSEEN_BYTES: Final = b"\xff" * 8
 class StateTable:
     """Watches over the state of a set of modules; see the module docstring for the shape."""
 
-    def __init__(self, seen: set[int] | None = None) -> None:
+    def __init__(self, seen: set[int] | None = None, owners: dict[int, str] | None = None) -> None:
         self.lives: list[Any] = []
         self.snaps: list[Any] = []
         self.sites: list[str] = []
@@ -369,6 +369,10 @@ class StateTable:
         self.unwalkable: list[tuple[str, str]] = []
         self._site_set: tuple[int, set[str]] | None = None
         self._seen: set[int] = set() if seen is None else seen
+        # id -> the module whose table watches it, for the objects in ``_seen`` (shared
+        # like it): an object this table reaches but another watches makes that module
+        # one this module refers to (see _walk).
+        self._owners: dict[int, str] = {} if owners is None else owners
         self._keepalive: list[object] = []
         self.modname = ""
         self.refs: set[str] = set()  # modules this module's globals refer to
@@ -410,6 +414,7 @@ class StateTable:
         if id(mdict) in self._seen:
             return
         self._seen.add(id(mdict))
+        self._owners[id(mdict)] = name
         for value in list(mdict.values()):
             cls = type(value)
             # (By the object's real type: isinstance() asks an object's own __class__,
@@ -507,11 +512,18 @@ class StateTable:
             return
         vid = id(value)
         if vid in self._seen:
+            # Watched by another module's table (walked first, or bound there by name): a
+            # test that reaches this module reaches that state too (a borg's shared dict
+            # behind a manager instance of another module).
+            watcher = self._owners.get(vid)
+            if watcher is not None and watcher != self.modname:
+                self.refs.add(watcher)
             return
         if budget[0] <= 0:
             self.truncated.append(site)
             return
         self._seen.add(vid)
+        self._owners[vid] = self.modname
         self._keepalive.append(value)
         budget[0] -= 1
         cls = type(value)

@@ -608,13 +608,14 @@ class Resetter:
 
     def _build_tables(self) -> dict[str, StateTable]:
         seen: set[int] = set()
+        owners: dict[int, str] = {}
         prefixes = tuple(self.project)
         mods = sys.modules
         tables: dict[str, StateTable] = {}
         todo = [mods[n] for n in sorted(self.project) if n in mods]
         todo += [m for m in self._extra if mods.get(m.__name__) is not m]
         for mod in todo:
-            t = StateTable(seen)
+            t = StateTable(seen, owners)
             t.add_module(mod, prefixes, self._imported_names(mod))
             key = mod.__name__ if mod.__name__ not in tables else f"{mod.__name__}@{id(mod)}"
             tables[key] = t

@@ -73,6 +73,42 @@ def test_second():
     result.assert_outcomes(passed=2)
 
 
+def test_state_another_modules_table_watches_is_in_the_scope_of_the_modules_that_reach_it(
+    pytester: pytest.Pytester,
+) -> None:
+    # A borg (astroid's AstroidManager): its instances share a dict held by the class.
+    # The instance bound in pkgb.aaa_manager is walked first, so that table watches the
+    # shared dict; pkgb.core reaches it through the class, and a test that only imports
+    # pkgb.core must get it reset (astroid's transforms and module cache).
+    pytester.mkpydir("pkgb")
+    (pytester.path / "pkgb" / "__init__.py").write_text("from pkgb.aaa_manager import MANAGER\n")
+    (pytester.path / "pkgb" / "core.py").write_text(
+        "class Core:\n"
+        "    brain = {'cache': {}}\n"
+        "    def __init__(self):\n"
+        "        self.cache = Core.brain['cache']\n"
+        "def fill(key):\n"
+        "    Core.brain['cache'][key] = object()\n"
+    )
+    (pytester.path / "pkgb" / "aaa_manager.py").write_text(
+        "from pkgb.core import Core\nMANAGER = Core()\n"
+    )
+    pytester.makepyfile(
+        test_borg="""
+from pkgb import core
+def test_fills():
+    core.fill("x")
+    assert "x" in core.Core.brain["cache"]
+def test_sees_it_empty():
+    assert core.Core.brain["cache"] == {}
+"""
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal"
+    )
+    result.assert_outcomes(passed=2)
+
+
 class _Odd(list):  # type: ignore[type-arg]
     """A list subclass: compared pair by pair, apart from builtin containers."""
 
