@@ -233,6 +233,15 @@ class Unrestorable:
         self.rebuild: Callable[[], object] | None = _rebuilder(obj)
 
 
+def key_repr(k: object) -> str:
+    """``repr(k)`` for a site name (a dict key's); a key whose own ``__repr__`` raises
+    (astroid's nodes, asked while half built) is named as ``object.__repr__`` names it."""
+    try:
+        return repr(k)
+    except Exception:
+        return object.__repr__(k)
+
+
 def _rebuilder(obj: object) -> Callable[[], object] | None:
     """For an ``itertools.count`` (an id or sequence counter: boltons numbers the functions
     it compiles), a function making a new counter where this one is now; None for others.
@@ -566,7 +575,7 @@ class StateTable:
             # Immutable values are skipped before their site name is formatted.
             for k, v in list(dict.items(value))[:_MAX_ELEMENTS_PER_CONTAINER]:
                 if type(v) not in _IMMUTABLE_EXACT and not isinstance(v, _IMMUTABLE):
-                    self._walk(f"{site}[{k!r}]", v, modname, prefixes, depth + 1, budget)
+                    self._walk(f"{site}[{key_repr(k)}]", v, modname, prefixes, depth + 1, budget)
             return
         if isinstance(value, list):
             # (list's own slicing, for the snapshot too: a subclass may index by name, as
@@ -734,7 +743,9 @@ class StateTable:
             for i, d in enumerate(fn.__defaults__ or ()):
                 self._walk(f"{site}.__defaults__[{i}]", d, modname, prefixes, depth + 1, budget)
             for k, d in (fn.__kwdefaults__ or {}).items():
-                self._walk(f"{site}.__kwdefaults__[{k!r}]", d, modname, prefixes, depth + 1, budget)
+                self._walk(
+                    f"{site}.__kwdefaults__[{key_repr(k)}]", d, modname, prefixes, depth + 1, budget
+                )
         if fn.__closure__:
             names = fn.__code__.co_freevars
             stored = _stored_free_names(fn.__code__)
@@ -860,7 +871,7 @@ class StateTable:
         if kind == MODULE:
             return f"{self.modname}:{k}", 0
         if kind == DICT:
-            return f"{site}[{k!r}]", depth + 1
+            return f"{site}[{key_repr(k)}]", depth + 1
         return f"{site}.{k}", depth + 1
 
     def walk_cost(self, value: Any, depth: int, prefixes: tuple[str, ...], limit: int) -> int:
@@ -922,7 +933,10 @@ class StateTable:
         budget = [_MAX_WATCHES_PER_MODULE]
         watched = len(self.lives)
         for k, v in pairs:
-            site, depth = (f"{i}({k!r})", 1) if isinstance(i, str) else self._entry_site(i, k)
+            if isinstance(i, str):
+                site, depth = f"{i}({key_repr(k)})", 1
+            else:
+                site, depth = self._entry_site(i, k)
             self._walk_guarded(site, v, self.modname, prefixes, depth, budget)
         if len(self.lives) != watched:
             self._split_more(watched)
@@ -1208,7 +1222,7 @@ class StateTable:
             return [f"{site}.{k}" for k in keys if k not in _SKIP_NAMES]
         if kind == INSTANCE:
             return [f"{site}.{k}" for k in keys]
-        return [f"{site}[{k!r}]" for k in keys] if keys else [site]
+        return [f"{site}[{key_repr(k)}]" for k in keys] if keys else [site]
 
     # ---------------------------------------------------------------- restoring
 

@@ -61,6 +61,7 @@ from isolator._state import (
     _diff_keys,
     as_read,
     cache_dict,
+    key_repr,
     leave_entered_context,
     lengths,
     moved_entries,
@@ -225,7 +226,7 @@ def _last_name(site: str) -> str:
 
 def _call_name(site: str, key: object) -> str:
     """How the summary names a functools cache entry: the call it memoizes."""
-    return f"{site}({key!r})"
+    return f"{site}({key_repr(key)})"
 
 
 def _stable_repr(key: object, depth: int = 0) -> str | None:
@@ -1222,7 +1223,9 @@ class Resetter:
         sibling_free: list[bool] = []
 
         def entry_name(k: Any) -> str:
-            return f"{owner}:{k}" if module else f"{site}.{k}" if klass else f"{site}[{k!r}]"
+            if module:
+                return f"{owner}:{k}"
+            return f"{site}.{k}" if klass else f"{site}[{key_repr(k)}]"
 
         def nothing_beside() -> bool:
             # Whether the test changed nothing else of what holds the dict (once).
@@ -1602,7 +1605,7 @@ class Resetter:
                 keep.append(m)
         for m in keep:
             snap.add(m)
-            self.memo_kept.append(f"{site}{{{m!r}}}")
+            self.memo_kept.append(f"{site}{{{key_repr(m)}}}")
         return len(keep) == len(added)
 
     def _may_learn(self, site: str, need_writer: bool = False) -> bool:

@@ -3932,3 +3932,46 @@ def test_most_reset_counts_the_entries_of_one_dict_together(pytester: pytest.Pyt
     assert line.startswith("most reset: reg:SEEN (36 resets of 36 entries), reg:LAST (12)"), line
     assert "reg:OTHER['only'] (1)" in line, line
     assert "reg:SEEN[" not in line, line
+
+
+def test_state_whose_keys_fail_to_repr_is_reset_and_named_without_their_repr(
+    pytester: pytest.Pytester,
+) -> None:
+    # astroid's inference cache: its keys hold nodes whose __repr__ raises while they are
+    # half built.  Naming the entries a test added (for the reset and the summary) must not
+    # end the run.
+    pytester.makepyfile(
+        memo="""
+class Key:
+    def __init__(self, n):
+        self.n = n
+    def __hash__(self):
+        return hash(self.n)
+    def __eq__(self, other):
+        return isinstance(other, Key) and other.n == self.n
+    def __repr__(self):
+        raise KeyError("not built yet")
+
+CACHE = {}
+
+def lookup(n):
+    k = Key(n)
+    if k not in CACHE:
+        CACHE[k] = [n]
+    return CACHE[k]
+""",
+        test_memo="""
+import memo
+
+def test_fills():
+    assert memo.lookup(1) == [1]
+
+def test_sees_it_empty():
+    assert memo.CACHE == {}
+""",
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal"
+    )
+    result.assert_outcomes(passed=2)
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
