@@ -53,23 +53,16 @@ else:
             sizeof,
         )
 
-        class c_char(_SimpleCData):
-            _type_ = "c"
+        def _simple(name: str, code: str) -> type:
+            """A simple C type, as ctypes defines each (``_type_``: its struct code)."""
+            return type(name, (_SimpleCData,), {"_type_": code})
 
-        class c_int(_SimpleCData):
-            _type_ = "i"
-
-        class c_uint32(_SimpleCData):
-            _type_ = "I"
-
-        class c_uint64(_SimpleCData):
-            _type_ = "Q"
-
-        class c_void_p(_SimpleCData):
-            _type_ = "P"
-
-        class py_object(_SimpleCData):
-            _type_ = "O"
+        c_char = _simple("c_char", "c")
+        c_int = _simple("c_int", "i")
+        c_uint32 = _simple("c_uint32", "I")
+        c_uint64 = _simple("c_uint64", "Q")
+        c_void_p = _simple("c_void_p", "P")
+        py_object = _simple("py_object", "O")
 
         _PYTHONAPI_FLAGS = FUNCFLAG_CDECL | FUNCFLAG_PYTHONAPI
 
