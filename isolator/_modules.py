@@ -1469,6 +1469,10 @@ class ModulesProbe:
         FINDER.fresh.forget(mod)
         watch_module(mod, self.swapped)
 
+    def library_modules(self) -> dict[str, types.ModuleType]:
+        """Library modules unloaded after the tests that imported them (name -> module)."""
+        return self._library
+
     def restore(
         self, added: list[str], replaced: list[str], deleted: list[str]
     ) -> tuple[list[str], list[str]]:

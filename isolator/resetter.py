@@ -262,6 +262,24 @@ def _stable_atom(x: object) -> bool:
     return isinstance(x, enum.Enum) and "0x" not in repr(x)
 
 
+def _multiprocessing_helpers(unloaded: dict[str, types.ModuleType]) -> set[int]:
+    """multiprocessing's resource tracker and fork server: started on first use and kept
+    by design for the life of the process that started them (a fresh process for each
+    test would have its own), so not a process a test left running.  Their modules may
+    be unloaded since (``unloaded``: name -> the module as the test left it)."""
+    pids: set[int] = set()
+    mods = sys.modules
+    for modname, holder, attr in (
+        ("multiprocessing.resource_tracker", "_resource_tracker", "_pid"),
+        ("multiprocessing.forkserver", "_forkserver", "_forkserver_pid"),
+    ):
+        mod = mods.get(modname) or unloaded.get(modname)
+        pid = getattr(getattr(mod, holder, None), attr, None) if mod is not None else None
+        if type(pid) is int:
+            pids.add(pid)
+    return pids
+
+
 class _StateRef:
     """The process-wide state at one moment, as probe snapshots (equal only to itself)."""
 
@@ -1961,10 +1979,15 @@ class Resetter:
         now = live_children()
         if now is None:
             return
+        helpers = _multiprocessing_helpers(self.modules.library_modules())
+        for pid in helpers:
+            now.pop(pid, None)
         deadline = _monotonic() + 0.05
         while any(pid not in self.children for pid in now) and _monotonic() < deadline:
             time.sleep(0.005)  # one that is exiting right now
             now = live_children() or {}
+            for pid in helpers:
+                now.pop(pid, None)
         for pid, name in sorted(now.items()):
             if pid not in self.children:
                 out.unrestorable.append(

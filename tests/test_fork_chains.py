@@ -5,6 +5,7 @@ Real pytest runs in subprocesses, with the dependency graph in ``.isolator/deps.
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -282,3 +283,39 @@ def test_a_forked_test_reports_its_warnings_as_in_its_own_process(
             "*test_w.py:*: MyWarning: custom thing",
         ],
     )
+
+
+def test_multiprocessings_resource_tracker_is_no_process_a_later_forked_test_left(
+    pytester: pytest.Pytester,
+) -> None:
+    # A spawn-context pool starts multiprocessing's resource tracker, which stays for the
+    # life of the process by design; the next test, forked, must not be blamed for it
+    # (nor the run split in two).
+    pytester.makepyfile(
+        test_fk="""
+import concurrent.futures
+import multiprocessing
+
+import pytest
+
+def test_pool():
+    ctx = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=ctx) as ex:
+        assert ex.submit(abs, -1).result() == 1
+
+@pytest.mark.isolator_fork
+def test_forked():
+    pass
+
+def test_after():
+    pass
+"""
+    )
+    result = pytester.run(
+        sys.executable, "-m", "isolator", "run", "-p", "no:randomly", "-p", "no:cacheprovider",
+        timeout=120,
+    )  # fmt: skip
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    result.assert_outcomes(passed=3)
+    out = result.stdout.str()
+    assert "could not reset" not in out and "Interrupted" not in out, out
