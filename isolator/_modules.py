@@ -506,6 +506,7 @@ class _Reinstate:
         return self.module
 
     def exec_module(self, module: types.ModuleType) -> None:
+        __tracebackhide__ = True  # (as importlib's frames: not the user's)
         fresh = self.fresh
         if fresh is not None:
             d = module.__dict__
@@ -612,6 +613,7 @@ def _noting_import_over(prev: Callable[..., Any]) -> Callable[..., Any]:
         fromlist: Any = (),
         level: int = 0,
     ) -> Any:
+        __tracebackhide__ = True  # (not the user's frame: pytest leaves it out)
         mod = prev(name, globals, locals, fromlist, level)
         stack = _reading()
         if stack:
@@ -713,6 +715,7 @@ class _Capture:
         return create(spec) if create is not None else None
 
     def exec_module(self, module: types.ModuleType) -> None:
+        __tracebackhide__ = True  # (as importlib's frames: not the user's)
         loader = self.loader
         self.spec.loader = loader
         d = module.__dict__

@@ -1164,3 +1164,23 @@ def test_installs_it_again():
     result.assert_outcomes(passed=3)
     plain = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:isolator", proj)
     plain.assert_outcomes(passed=2, failed=1)  # plain pytest keeps the first test's hook
+
+
+def test_a_failing_import_shows_no_frames_of_isolators_import_hooks(
+    pytester: pytest.Pytester,
+) -> None:
+    # The failure is the library's: the traceback names the test, the modules and the
+    # line that raised, as without isolator, not isolator's import hook and loader.
+    result = _run_lib_tests(
+        pytester,
+        {
+            "outer_lib.py": "import json\nimport broken_lib\n",
+            "broken_lib.py": "raise RuntimeError('broken library')\n",
+        },
+        "def test_imports():\n    import outer_lib\n",
+    )
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "RuntimeError: broken library" in out
+    assert "_noting_import" not in out
+    assert "isolator importlib._bootstrap loader" not in out
