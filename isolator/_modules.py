@@ -550,6 +550,16 @@ class _Inputs:
         self.platform = (sys.platform, os.name)
         self._flat: _FlatInputs | None = None
 
+    def environment_differs(self) -> bool:
+        """Whether the platform or an environment variable the import read differs now
+        (each variable compared in C)."""
+        if self.platform != (sys.platform, os.name):
+            return True
+        _, _, _, keys, values = self.flat()
+        if keys and any(map(operator.ne, map(_env_value, keys), values)):
+            return True
+        return self.every is not None and self.every != _environ._data
+
     def flat(self) -> _FlatInputs:
         """The same, laid out for comparisons in C (made once the import is over: the
         inputs no longer change)."""
@@ -985,15 +995,11 @@ class UnloadedFinder:
         if self._rewritten(mod, fresh):
             return True
         inputs = fresh[6]
-        if inputs.platform != (sys.platform, os.name):
+        if inputs.environment_differs():
             return True
-        names, objs, taken, keys, values = inputs.flat()
+        names, objs, taken, _, _ = inputs.flat()
         # Each check below runs in C over all its inputs; Python only looks at the ones
         # that differ (modules unloaded since, which come back as themselves unless stale).
-        if keys and any(map(operator.ne, map(_env_value, keys), values)):
-            return True
-        if inputs.every is not None and inputs.every != _environ._data:
-            return True
         mods = sys.modules
         cache = self.cache
         for name in itertools.compress(names, map(operator.is_not, map(mods.get, names), objs)):
@@ -1134,13 +1140,7 @@ class UnloadedFinder:
         fresh = self.fresh.earlier(old)
         if fresh is None or self._rewritten(old, fresh):
             return False
-        inputs = fresh[6]
-        _, _, _, keys, values = inputs.flat()
-        if (
-            inputs.platform != (sys.platform, os.name)
-            or any(map(operator.ne, map(_env_value, keys), values))
-            or (inputs.every is not None and inputs.every != _environ._data)
-        ):
+        if fresh[6].environment_differs():
             return False  # the test set the environment it reads: its own outcome
         sys.modules[name] = old
         try:

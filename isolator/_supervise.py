@@ -138,7 +138,7 @@ def _supervise(pytest_args: list[str], work: str, default_reset: bool) -> int:
             write_json_atomic(resume, done)
             cmd.append(f"--isolator-resume={resume}")
         env[PART_ENV] = str(attempt)
-        proc = _start(cmd, env, default_reset)
+        proc = _start(cmd, env, sup, default_reset)
         try:
             status = proc.wait()
         except KeyboardInterrupt:
@@ -318,7 +318,7 @@ def _with_default_reset(cmd: list[str]) -> list[str]:
     return [*cmd[:5], "--reset=minimal", *cmd[5:]]
 
 
-def _start(cmd: list[str], env: dict[str, str], default_reset: bool = False) -> Any:
+def _start(cmd: list[str], env: dict[str, str], sup: str, default_reset: bool = False) -> Any:
     if not hasattr(os, "fork"):
         import subprocess
 
@@ -364,7 +364,7 @@ def _start(cmd: list[str], env: dict[str, str], default_reset: bool = False) -> 
                 "isolation\n"
             )
         # pytest returned (a session, or --markers, --version...): this process did not die.
-        _mark_finished(cmd)
+        _mark_finished(sup)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:
@@ -400,13 +400,10 @@ class _RunWatch:
         self.isolated = session.config.pluginmanager.has_plugin("isolator-core")
 
 
-def _mark_finished(cmd: list[str]) -> None:
+def _mark_finished(sup: str) -> None:
     """Tell the supervisor that pytest returned (the plugin also says so at session end)."""
-    for arg in cmd:
-        if arg.startswith("--isolator-supervised="):
-            path = os.path.join(arg.partition("=")[2], "finished")
-            with open(path, "w", encoding="ascii") as f:
-                f.write("1\n")
+    with open(os.path.join(sup, "finished"), "w", encoding="ascii") as f:
+        f.write("1\n")
 
 
 def exit_now(code: int) -> NoReturn:
