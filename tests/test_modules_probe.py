@@ -1170,7 +1170,7 @@ def test_a_failing_import_shows_no_frames_of_isolators_import_hooks(
     pytester: pytest.Pytester,
 ) -> None:
     # The failure is the library's: the traceback names the test, the modules and the
-    # line that raised, as without isolator, not isolator's import hook and loader.
+    # line that raised, as without isolator, not isolator's import hook and loaders.
     result = _run_lib_tests(
         pytester,
         {
@@ -1184,3 +1184,5 @@ def test_a_failing_import_shows_no_frames_of_isolators_import_hooks(
     assert "RuntimeError: broken library" in out
     assert "_noting_import" not in out
     assert "isolator importlib._bootstrap loader" not in out
+    # Nor the import system's frames, which the interpreter cuts out of plain pytest's.
+    assert "<frozen importlib" not in out
