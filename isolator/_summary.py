@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 _TOP = 8
 _COSTLY = 10  # resets of a memo cache not learned before the summary names it
+_KEPT = 50  # dict entries built anew that a process's summary data holds
 WORKEROUTPUT_KEY = "isolator_summary"
 
 
@@ -41,8 +42,29 @@ def collect(core: IsolatorPlugin) -> dict[str, Any]:
         "observed_memos": list(r.observed_memos),
         "impure_memos": list(r.impure_memos),
         "memo_unaffordable": list(r.memo_unaffordable),
+        "rebuilt": _rebuilt(r),
         "unforked": list(core.unforked),
     }
+
+
+def _rebuilt(r: Any) -> list[list[Any]]:
+    """The dict entries tests added anew most often: [entry, its dict's site, tests]."""
+    from isolator._state import key_repr
+
+    return [
+        [f"{site}[{key_repr(k)}]", site, n]
+        for (site, k), n in r.rebuilt.most_common(_KEPT)
+        if n > 1
+    ]
+
+
+def _merge_rebuilt(a: list[list[Any]], b: list[list[Any]]) -> list[list[Any]]:
+    counts: Counter[str] = Counter()
+    sites: dict[str, str] = {}
+    for name, site, n in a + b:
+        counts[name] += n
+        sites[name] = site
+    return [[name, sites[name], n] for name, n in counts.most_common(_KEPT)]
 
 
 def _union(a: list[Any], b: list[Any]) -> list[Any]:
@@ -84,6 +106,7 @@ def merge(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
         "memo_unaffordable": list(
             dict.fromkeys(a.get("memo_unaffordable", []) + b.get("memo_unaffordable", []))
         ),
+        "rebuilt": _merge_rebuilt(a.get("rebuilt", []), b.get("rebuilt", [])),
         "unforked": a.get("unforked", []) + b.get("unforked", []),
     }
 
@@ -131,6 +154,8 @@ def write(data: dict[str, Any], fork_file: str, tr: Any) -> None:
             f"entr{'y' if len(large) == 1 else 'ies'}; the tests that use them compute "
             "them again): " + ", ".join(large[:_TOP])
         )
+    named = set(data["observed_memos"]) | set(data.get("impure_memos", [])) | set(large)
+    _rebuilt_entries(tr, data.get("rebuilt", []), tests, named)
     if data["recovered"]:
         tr.write_line(
             f"restored {len(data['recovered'])} file(s) left by a test process that died "
@@ -242,6 +267,23 @@ def _observed_memos(tr: Any, sites: list[str], counts: dict[str, int]) -> None:
             "not learned, as code reads them itself (a test counting their entries would "
             "see other tests' entries; `keep` in [tool.isolator] shares them where that is "
             "safe): " + ", ".join(f"{site} ({n} resets)" for site, n in found[:_TOP])
+        )
+
+
+def _rebuilt_entries(tr: Any, rebuilt: list[list[Any]], tests: int, named: set[str]) -> None:
+    """The dict entries that most tests added anew after each reset, unlearned (and not
+    named by the lines above): a structure built on first use, which every test builds
+    again as it would alone in a fresh process.  Where that is slow, the remedy is the
+    user's: a session fixture's state is every test's baseline."""
+    least = max(_COSTLY, (tests + 1) // 2)
+    found = [(name, n) for name, site, n in rebuilt if n >= least and not {site, name} & named]
+    if found:
+        tr.write_line(
+            "built anew by most tests, not learned (each test builds them as it would "
+            "alone in a fresh process; where that is slow and no test needs them absent, "
+            "a session-scoped autouse fixture that builds them makes them part of every "
+            "test's baseline): "
+            + ", ".join(f"{name} ({n} of {tests} tests)" for name, n in found[:_TOP])
         )
 
 

@@ -74,6 +74,9 @@ _monotonic = time.monotonic  # (the original: a test may leave time frozen)
 _UNWATCHED_VALUES: Final = frozenset({str, bytes, int, float, bool, complex, tuple, frozenset})
 # A dict entry recomputed different this many times is not taken for a memo entry.
 _MEMO_MISSES = 3
+_REBUILT_KEYS = 10_000  # dict entries counted as added again by tests (see Resetter.rebuilt)
+_PLAIN_KEYS: Final = (str, int, bytes)
+_DEFINED: Final = (type, types.FunctionType)
 _MEMO_CANDIDATES = 32  # values a dict holds for comparing before an entry of it is learned
 # Watches the values of learned memo entries may add over a run: a tag read or a
 # comparison after every test each (see Resetter._affordable).
@@ -513,6 +516,10 @@ class Resetter:
         self._kept_budget = _KEPT_WATCHES
         self._unaffordable: set[tuple[str, Any]] = set()
         self.memo_unaffordable: list[str] = []
+        # Dict entries tests added and had put back, not learned: (site, key) -> how many
+        # tests added them.  One that most tests add anew (a big structure built on first
+        # use, beside other state) is what makes a suite slow isolated: the summary names it.
+        self.rebuilt: Counter[tuple[str, Any]] = Counter()
         self._module_names_seen: set[str] = set()
         # The module of the test being checked (set by the plugin), and what the static
         # pass says about memo candidates: (site, test module's file or name, a writer
@@ -1302,6 +1309,8 @@ class Resetter:
                 prefixes = tuple(self.project)
             if self._affordable(t, site, k, v, depth, functools.partial(entry_name, k), prefixes):
                 keep.append((k, v))
+        if len(keep) < len(added) and not module and not klass:
+            self._count_rebuilt(site, added, keep)
         if keep:
             # What a kept entry holds is watched from now on (after the other watches of
             # this check: new ones go at the end of the table).
@@ -1315,6 +1324,24 @@ class Resetter:
             return []
         kept = {id(k) for k, _ in keep}
         return [k for k in keys if id(k) not in kept]
+
+    def _count_rebuilt(
+        self, site: str, added: list[tuple[Any, Any]], keep: list[tuple[Any, Any]]
+    ) -> None:
+        """Count the entries of ``added`` not in ``keep`` (see ``rebuilt``): plain keys
+        only (no object of the test's held), and new keys only while fewer than
+        _REBUILT_KEYS are counted (a memo of thousands of arguments is no one structure)."""
+        rebuilt = self.rebuilt
+        kept = {id(k) for k, _ in keep}
+        room = len(rebuilt) < _REBUILT_KEYS
+        for k, v in added:
+            if (
+                type(k) in _PLAIN_KEYS
+                and id(k) not in kept
+                and not isinstance(v, _DEFINED)  # (a registry of what tests define)
+                and (room or (site, k) in rebuilt)
+            ):
+                rebuilt[(site, k)] += 1
 
     def _recomputed_same(self, site: str, k: Any, v: Any, allowed: Callable[[], bool]) -> bool:
         """The evidence for one entry a test added to memo ``site``: whether it was

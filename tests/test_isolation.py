@@ -2991,6 +2991,72 @@ def test_a_memo_entry_too_large_to_watch_whole_is_not_learned(
     assert "tables:_tables['t']" in out and "kept " not in out
 
 
+def test_the_summary_names_entries_every_test_builds_anew_and_a_session_fixture_ends_it(
+    pytester: pytest.Pytester,
+) -> None:
+    # A structure built on first use, beside other state (so not learned), is built again
+    # by every test after its reset, as alone in a fresh process: astroid's builtins tree
+    # made its suite 40 times slower isolated.  The summary names the entry, and a
+    # session fixture that builds it (the remedy it names) makes it baseline: no test
+    # builds it again.  A pure memo beside it is learned and not named.
+    pytester.makepyfile(
+        trees="""
+        _TREES = {}
+        _BUILT = []
+        _PURE = {}
+
+        def tree(name):
+            if name not in _TREES:
+                _BUILT.append(name)
+                _TREES[name] = {"name": name, "nodes": [[i] for i in range(20)]}
+            return _TREES[name]
+
+        def pure(name):
+            if name not in _PURE:
+                _PURE[name] = (name, 1)
+            return _PURE[name]
+        """,
+        test_trees="""
+        import pytest
+        import trees
+
+        @pytest.mark.parametrize("i", range(12))
+        def test_uses(i):
+            assert trees.tree("builtins")["nodes"][3] == [3]
+            assert trees.pure("p") == ("p", 1)
+        """,
+    )
+    result = _isolated(pytester)
+    result.assert_outcomes(passed=12)
+    out = result.stdout.str()
+    assert "built anew by most tests, not learned" in out
+    assert "trees:_TREES['builtins'] (12 of 12 tests)" in out
+    assert "_PURE" not in out.split("built anew by most tests")[1]
+    # Under pytest-xdist, the workers' counts add up in the controller's summary.
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "isolator", "--reset=minimal",
+        "-n", "2",
+    )  # fmt: skip
+    result.assert_outcomes(passed=12)
+    assert "trees:_TREES['builtins'] (12 of 12 tests)" in result.stdout.str()
+    pytester.makeconftest(
+        """
+        import pytest
+
+        @pytest.fixture(scope="session", autouse=True)
+        def _warm():
+            import trees
+            trees.tree("builtins")
+        """
+    )
+    result = _isolated(pytester)
+    result.assert_outcomes(passed=12)
+    out = result.stdout.str()
+    assert "built anew" not in out
+    # (Put back once: when the session fixture is torn down.)
+    assert "trees:_TREES['builtins'] (1)" in out
+
+
 def test_memo_knowledge_is_shared_by_the_names_of_one_interpreter(
     pytester: pytest.Pytester,
 ) -> None:
