@@ -9,6 +9,7 @@ next run restores the user's files instead of losing them.
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import os
@@ -112,6 +113,11 @@ class FileGuard:
         # thousand files pays for a thousand lines, not for a thousand whole journals.
         self.journal = os.path.join(backup_dir, JOURNAL)
         self._journal_pid = self._owner  # the process whose journal ``journal`` is
+        # Files a test created and left open in an object still alive (a
+        # NamedTemporaryFile in a reference cycle): removed once closed, since the object
+        # removes or writes its file itself then (removed under it, it raised).
+        # Journaled, as a held entry is.  path -> (kind, backup, the process's pid).
+        self.pending: dict[str, tuple[str, str, int]] = {}
 
     def install(self) -> None:
         # A plain function, not the bound method: every audited event of the process
@@ -183,7 +189,12 @@ class FileGuard:
             if not isinstance(path, str):
                 return
         path = _abspath(path)
-        if path in self.entries or (path + os.sep).startswith(self.exempt) or "__pycache__" in path:
+        if (
+            path in self.entries
+            or (path + os.sep).startswith(self.exempt)
+            or "__pycache__" in path
+            or path in self.pending  # (an earlier test's, removed once closed)
+        ):
             return
         self._busy = True
         try:
@@ -304,14 +315,27 @@ class FileGuard:
         return kind == "dir"
 
     def restore(self) -> list[str]:
-        """Put every saved path back; returns the sites that were restored."""
+        """Put every saved path back; returns the sites that were restored.  A file the
+        test created that the process still holds open is left until it is closed (see
+        ``pending``)."""
         if not self.order:
+            if self.pending:
+                self.settle()
             return []
         self._busy = True
         restored: list[str] = []
         items = [(p, *self.entries[p]) for p in self.order]
+        created = [p for p, kind, _ in items if kind == "absent" and _exists(p)]
+        held_open = _open_files(created) if created else set()
+        if held_open:
+            pid = _getpid()
+            for p, kind, backup in items:
+                if p in held_open:
+                    self.pending[p] = (kind, backup, pid)
+            items = [item for item in items if item[0] not in held_open]
+            restored += [f"<file>:{p}" for p in held_open]
         try:
-            restored = restore_entries(items, self.unrestorable)
+            restored += restore_entries(items, self.unrestorable)
         finally:
             self.entries.clear()
             self.order.clear()
@@ -323,6 +347,8 @@ class FileGuard:
                         _remove(backup)
             finally:
                 self._busy = False
+        if self.pending:
+            self.settle()
         return restored
 
     def _rewrite_journal(self) -> None:
@@ -336,12 +362,43 @@ class FileGuard:
             _remove(self.journal)
         else:
             inherited = set(self.held)  # a forked child that saved nothing: all its parent's
-        own = [p for p in self.held if p not in inherited]
+        own = [(p, *self.held[p]) for p in self.held if p not in inherited]
+        own += [(p, kind, backup) for p, (kind, backup, _) in self.pending.items()]
         if own:
             f = self._journal()
-            for p in own:
-                f.write(_dumps([p, *self.held[p]]) + "\n")
+            for entry in own:
+                f.write(_dumps(list(entry)) + "\n")
             f.flush()
+
+    def _remove_pending(self, closed_only: bool) -> None:
+        """Remove the pending files of this process that are gone or (unless
+        ``closed_only``) still there; those still open stay pending."""
+        pid = _getpid()
+        mine = [p for p, (_, _, owner) in self.pending.items() if owner == pid]
+        there = [p for p in mine if _exists(p)]
+        still_open = _open_files(there) if closed_only and there else set()
+        done = [p for p in mine if p not in still_open]
+        if not done:
+            return
+        was, self._busy = self._busy, True
+        try:
+            for p in done:
+                del self.pending[p]
+            restore_entries([(p, "absent", "") for p in done], self.unrestorable)
+            self._rewrite_journal()
+        finally:
+            self._busy = was
+
+    def settle(self) -> None:
+        """Remove the pending files that were closed since."""
+        self._remove_pending(closed_only=True)
+
+    def finish(self) -> None:
+        """At the end of the run: the files still pending are removed (an object that
+        still holds one is let go first, where it is garbage)."""
+        if self.pending:
+            gc.collect()
+            self._remove_pending(closed_only=False)
 
     def take_since(self, n: int) -> list[tuple[str, str, str]]:
         """Remove and return the entries saved after the first ``n`` (for fixture scopes):
@@ -366,6 +423,22 @@ class FileGuard:
                     _remove(newer)  # a copy of what the fixture left: not needed
             self.entries[p] = (kind, backup)
             # (Its journal line is already there, before any later one for the path.)
+
+
+def _open_files(paths: list[str]) -> set[str]:
+    """Those of ``paths`` that this process holds open (read from /proc/self/fd; none
+    where that cannot be read)."""
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return set()
+    targets = set()
+    for fd in fds:
+        try:
+            targets.add(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            pass
+    return {p for p in paths if p in targets or os.path.realpath(p) in targets}
 
 
 def restore_entries(

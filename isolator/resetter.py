@@ -822,11 +822,15 @@ class Resetter:
         self.files.active = False
 
     def restore_files(self) -> None:
+        """The end of a forked child: its files put back, and those it holds open too
+        (the child ends without running the code that would close them)."""
         self.end_test()
         self.files.restore()
+        self.files.finish()
 
     def stop(self) -> None:
         self.end_test()
+        self.files.finish()
         # Every backup was put back or let go by now: no empty directory is left behind
         # for each run (one with backups of its own stays, for the next run to recover).
         remove_empty_dir(self.files.backup_dir)
@@ -848,7 +852,7 @@ class Resetter:
         out = Outcome()
         files = self.files
         # Files first: restoring them must not depend on the cwd the test left.
-        if files.order:
+        if files.order or files.pending:
             out.writes += files.dirty_sites()
             out.reset += files.restore()
         if files.unrestorable:
@@ -931,6 +935,10 @@ class Resetter:
             for t in dirty:
                 self._reset_table(t, out, force, defaults, hits[t] if hits else ALL_KINDS)
         files.defaults_written = files.class_written = False
+        if files.pending:
+            # Files the test left open: those its objects closed as their state was put
+            # back (a file held by a global) go now, not after the next test.
+            files.settle()
         if threads_moved:
             self._check_threads(out, leaked)
         if files.spawned:
