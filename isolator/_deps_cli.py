@@ -31,7 +31,7 @@ import tempfile
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, Final
 
@@ -1035,6 +1035,9 @@ def _after_record(
         cleaners=graph.cleaners,
         notes=graph.notes,
     )
+    vetted = 0
+    if graph.confirmed() and not interrupted and hasattr(os, "fork"):
+        graph, vetted = _vet(graph, conf.pytest_args, work, progress)
     stats: dict[str, Any] = dict(detector.counts(ev, records, candidates))
     stats["candidates"] = n_candidates
     stats["tried"] = len(candidates)
@@ -1053,6 +1056,7 @@ def _after_record(
             "phases": [list(p) for p in conf.phases],
             "test_executions": conf.executions,
             "not_tried": untried,
+            "vetted_sequences": vetted,
             "interrupted": interrupted,
             "record_only": bool(opts.record_only),
         }
@@ -1068,6 +1072,84 @@ def _after_record(
         )
         return 130
     return 0
+
+
+def _vet(
+    graph: DependencyGraph, pytest_args: list[str], work: Path, progress: Progress
+) -> tuple[DependencyGraph, int]:
+    """Check the confirmed dependencies in fresh processes: each target alone (twice),
+    and each polluter then its victim, every sequence in a child forked from one collected
+    process.  The confirmation shares one process between its runs, and a reset that
+    missed some state (one deeper than isolator watches) lets an earlier run decide a
+    later one: a test that passes alone looked brittle.  A dependency these runs
+    contradict is kept as a candidate, with a note.  Returns the graph and the number of
+    sequences run."""
+    deps = graph.confirmed()
+    targets = sorted({d.target for d in deps})
+    seqs: list[list[str]] = [[t] for t in targets for _ in range(2)]
+    pairs = sorted({(d.source, d.target) for d in deps if d.kind == "polluter"})
+    seqs += [[a, b] for a, b in pairs]
+    progress.say(f"checking {len(deps)} confirmed dependencies in fresh processes")
+    plan = work / "vet-plan.json"
+    out = work / "vet-out.jsonl"
+    plan.write_text(json.dumps({"sequences": seqs}), encoding="utf-8")
+    extra = [f"--isolator-plan={plan}", f"--isolator-plan-out={out}", "--isolator-plan-fork"]
+    with open(work / "vet.log", "wb") as logf:
+        proc = subprocess.Popen(
+            _pytest_cmd(extra, pytest_args, ["-q", "--tb=no", "-p", "no:cacheprovider"]),
+            stdout=logf,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            proc.wait()
+        except KeyboardInterrupt:
+            _stop_child(proc)
+            raise
+    alone: dict[NodeId, list[str]] = {}
+    after: dict[tuple[NodeId, NodeId], str] = {}
+    lines, _ = _read_lines(out, 0)
+    for line in lines:
+        if line.get("type") != "result":
+            continue
+        tests, outcomes = line.get("tests") or [], line.get("outcomes") or []
+        if len(tests) != len(outcomes) or not tests:
+            continue
+        if len(tests) == 1:
+            alone.setdefault(tests[0], []).append(outcomes[0])
+        else:
+            after[(tests[0], tests[1])] = outcomes[1]
+    kept: list[Any] = []
+    notes = list(graph.notes)
+    dropped: set[tuple[NodeId, NodeId]] = set()
+    for d in graph.dependencies:
+        why = _contradicted(d, alone.get(d.target), after.get((d.source, d.target)))
+        if d.confirmed and why:
+            d = replace(d, confirmed=False)
+            dropped.add((d.source, d.target))
+            notes.append(
+                f"not confirmed in fresh processes: {d.target} {why} (the runs that "
+                f"shared a process said it depends on {d.source})"
+            )
+        kept.append(d)
+    if not dropped:
+        return graph, len(seqs)
+    cleaners = tuple(c for c in graph.cleaners if (c.polluter, c.victim) not in dropped)
+    return replace(graph, dependencies=tuple(kept), cleaners=cleaners, notes=tuple(notes)), len(
+        seqs
+    )
+
+
+def _contradicted(dep: Any, alone: list[str] | None, after: str | None) -> str | None:
+    """Why the fresh runs contradict ``dep`` (None: they agree, or did not run)."""
+    if alone:
+        bad = [detector.is_bad(o) for o in alone]
+        if dep.kind == "state-setter" and not all(bad):
+            return f"passes alone ({detector.outcomes_text(alone)})"
+        if dep.kind == "polluter" and any(bad):
+            return f"fails alone ({detector.outcomes_text(alone)})"
+    if dep.kind == "polluter" and after is not None and not detector.is_bad(after):
+        return f"passes after it ({after})"
+    return None
 
 
 def _emit(

@@ -41,6 +41,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--isolator-record", dest="isolator_record", help=argparse.SUPPRESS)
     group.addoption("--isolator-plan", dest="isolator_plan", help=argparse.SUPPRESS)
     group.addoption("--isolator-plan-out", dest="isolator_plan_out", help=argparse.SUPPRESS)
+    # Each sequence in a child forked from the collected process: as in a fresh process.
+    group.addoption(
+        "--isolator-plan-fork", dest="isolator_plan_fork", action="store_true",
+        help=argparse.SUPPRESS,
+    )  # fmt: skip
     group.addoption(
         "--isolator-tracer",
         dest="isolator_tracer",
@@ -466,15 +471,19 @@ class _ServeAfter:
         return result
 
 
-def _fast_exit() -> None:
-    """End a serving process without interpreter finalization (a second or more with
-    isolator's watched modules): every result is on disk and pytest has cleaned up."""
+def _flush_streams() -> None:
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         try:
             if stream is not None:
                 stream.flush()
         except (OSError, ValueError):
             pass
+
+
+def _fast_exit() -> None:
+    """End a serving process without interpreter finalization (a second or more with
+    isolator's watched modules): every result is on disk and pytest has cleaned up."""
+    _flush_streams()
     os._exit(0)
 
 
@@ -581,47 +590,90 @@ class PlanRunner(_Reports):
                 _write(self.out, {"type": "missing", "id": sid, "tests": seq, "missing": missing})
             else:
                 runnable.append((sid, seq))
+        if self.config.getoption("isolator_plan_fork", False) and hasattr(os, "fork"):
+            self._run_forked(runnable, items, keep, reset_now)
+            return
         alive = _AliveFixtures()
         for k, (sid, seq) in enumerate(runnable):
             _write(self.out, {"type": "start", "id": sid})
             saved_warnings = _save_warnings()
-            outcomes: list[str] = []
-            for pos, nodeid in enumerate(seq):
-                item = items[nodeid]
-                alive.add(item)
-                last = pos == len(seq) - 1
-                if not last:
-                    nextitem: pytest.Item | None = items[seq[pos + 1]]
-                else:
-                    # The next sequence must start as in a fresh process: keep the
-                    # higher-scoped fixtures it will use anyway, tear down the rest.
-                    following = items[runnable[k + 1][1][0]] if k + 1 < len(runnable) else None
-                    # The same test next (a repeat): pytest would keep it set up and the
-                    # rerun would get none of its function-scoped fixtures.
-                    if (
-                        following is None
-                        or following is item
-                        or alive.must_tear_down_for(following)
-                    ):
-                        nextitem = None
-                        alive.clear()
-                    else:
-                        nextitem = following
-                if not last:
-                    keep.add(nodeid)
-                self.reports = []
-                item._report_sections = []  # grows with every rerun otherwise
-                try:
-                    item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
-                finally:
-                    if not last:
-                        keep.discard(nodeid)
-                outcomes.append(outcome_of(self.reports))
+            for nodeid in seq:
+                alive.add(items[nodeid])
+            # The next sequence must start as in a fresh process: keep the higher-scoped
+            # fixtures it will use anyway, tear down the rest.
+            following = items[runnable[k + 1][1][0]] if k + 1 < len(runnable) else None
+            # The same test next (a repeat): pytest would keep it set up and the rerun
+            # would get none of its function-scoped fixtures.
+            if (
+                following is None
+                or following is items[seq[-1]]
+                or alive.must_tear_down_for(following)
+            ):
+                following = None
+                alive.clear()
+            outcomes = self._run_seq(seq, items, keep, following)
             if callable(reset_now):
                 reset_now()
             else:
                 _restore_warnings(saved_warnings)
             _write(self.out, {"type": "result", "id": sid, "tests": seq, "outcomes": outcomes})
+            self.ran += 1
+
+    def _run_seq(
+        self,
+        seq: list[str],
+        items: dict[str, pytest.Item],
+        keep: set[str],
+        following: pytest.Item | None,
+    ) -> list[str]:
+        """Run ``seq`` keeping the state between its tests; ``following``: the next
+        item after it, whose higher-scoped fixtures stay set up (None: all torn down)."""
+        outcomes: list[str] = []
+        for pos, nodeid in enumerate(seq):
+            item = items[nodeid]
+            last = pos == len(seq) - 1
+            nextitem = following if last else items[seq[pos + 1]]
+            if not last:
+                keep.add(nodeid)
+            self.reports = []
+            item._report_sections = []  # grows with every rerun otherwise
+            try:
+                item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+            finally:
+                if not last:
+                    keep.discard(nodeid)
+            outcomes.append(outcome_of(self.reports))
+        return outcomes
+
+    def _run_forked(
+        self,
+        runnable: list[tuple[int, list[str]]],
+        items: dict[str, pytest.Item],
+        keep: set[str],
+        reset_now: Any,
+    ) -> None:
+        """Each sequence in a child of this process, which runs no test itself: every
+        sequence starts from the state right after collection, as in a fresh process
+        (for checking what runs sharing one process found)."""
+        for sid, seq in runnable:
+            _write(self.out, {"type": "start", "id": sid})
+            _flush_streams()
+            pid = os.fork()
+            if pid == 0:
+                code = 0
+                try:
+                    outcomes = self._run_seq(seq, items, keep, None)
+                    if callable(reset_now):
+                        reset_now()  # (the files it wrote: put back before it ends)
+                    _write(
+                        self.out, {"type": "result", "id": sid, "tests": seq, "outcomes": outcomes}
+                    )
+                except BaseException:
+                    code = 70
+                finally:
+                    _flush_streams()
+                    os._exit(code)
+            os.waitpid(pid, 0)
             self.ran += 1
 
     @pytest.hookimpl(trylast=True)
