@@ -409,6 +409,7 @@ class _Child:
         work: Path,
         n: int | str,
         proc: subprocess.Popen[bytes] | None = None,
+        fork: bool = False,
     ) -> None:
         self.dir, self.out = serve_paths(work, n)
         self.log = work / f"serve-{n}.log"
@@ -424,6 +425,11 @@ class _Child:
         extra = [f"--isolator-plan={self.dir}", f"--isolator-plan-out={self.out}"]
         # Formatting tracebacks of the failures we provoke costs more than running them.
         last = ["-q", "--tb=no"]
+        if fork:
+            # Each sequence in a forked child (see _vet); no cache: the failures it
+            # provokes must not become the user's --lf (the serving one saves it).
+            extra.append("--isolator-plan-fork")
+            last += ["-p", "no:cacheprovider"]
         with open(self.log, "wb") as logf:
             self.proc = subprocess.Popen(
                 _pytest_cmd(extra, cmd_args, last), stdout=logf, stderr=subprocess.STDOUT
@@ -678,7 +684,8 @@ class _Pairs:
     ``waiting``: candidates that open the next chunk (the one that did not fit in the
     last); ``costly``: candidates costing more than a whole chunk, set aside until a chunk
     is large enough or the cheaper ones are all out (one slow test must not spend the
-    budget of hundreds of fast ones).
+    budget of hundreds of fast ones) -- but for the ``_MIN_TRIED`` best-ranked, which are
+    tried whatever the budget: a chunk of its own where one does not fit.
     """
 
     def __init__(self, index: detector.CandidateIndex, ev: detector.Evidence) -> None:
@@ -692,6 +699,7 @@ class _Pairs:
         self.costly: list[detector.Candidate] = []
         self.gen_done = False
         self.exhausted = False
+        self.drawn = 0  # candidates drawn from the ranking so far
 
     def _next(self) -> detector.Candidate | None:
         if self.waiting:
@@ -702,6 +710,7 @@ class _Pairs:
                 self.gen_done = True
             elif (cand.source, cand.target) not in self.done:
                 self.done.add((cand.source, cand.target))
+                self.drawn += 1
                 return cand
         return self.costly.pop(0) if self.costly else None
 
@@ -722,7 +731,12 @@ class _Pairs:
                 break
             new = self._new(cand)
             c = sum(cost(s) for s in new)
-            if c > limit and not self.gen_done and set_aside < _MAX_SET_ASIDE:
+            if (
+                c > limit
+                and not self.gen_done
+                and set_aside < _MAX_SET_ASIDE
+                and self.drawn > _MIN_TRIED
+            ):
                 self.costly.append(cand)
                 set_aside += 1
                 continue
@@ -995,6 +1009,11 @@ def _after_record(
     pairs = _Pairs(index, ev)
     follow = _FollowUps(ev, index, records, pairs, opts.max_cleaners)
     interrupted = False
+    # The process that checks what is confirmed (see _vet) starts and collects now, while
+    # the confirmation runs.
+    vet_child = None
+    if n_candidates and not opts.record_only and hasattr(os, "fork"):
+        vet_child = _Child(conf.pytest_args, work, "vet", fork=True)
     t_confirm = time.perf_counter()
     if opts.record_only:
         pairs.take(_RECORD_ONLY_SHOWN * 2)
@@ -1036,8 +1055,17 @@ def _after_record(
         notes=graph.notes,
     )
     vetted = 0
-    if graph.confirmed() and not interrupted and hasattr(os, "fork"):
-        graph, vetted = _vet(graph, conf.pytest_args, work, progress)
+    t_vet = time.perf_counter()
+    if vet_child is not None:
+        try:
+            if graph.confirmed() and not interrupted:
+                graph, vetted = _vet(graph, vet_child, progress)
+        finally:
+            if vetted:
+                vet_child.stop()  # (idle by now: it sees the stop file at once)
+            else:
+                _stop_child(vet_child.proc)  # (perhaps still collecting: not needed)
+    vet_wall = time.perf_counter() - t_vet
     stats: dict[str, Any] = dict(detector.counts(ev, records, candidates))
     stats["candidates"] = n_candidates
     stats["tried"] = len(candidates)
@@ -1057,6 +1085,7 @@ def _after_record(
             "test_executions": conf.executions,
             "not_tried": untried,
             "vetted_sequences": vetted,
+            "vet_seconds": round(vet_wall, 3),
             "interrupted": interrupted,
             "record_only": bool(opts.record_only),
         }
@@ -1074,50 +1103,42 @@ def _after_record(
     return 0
 
 
-def _vet(
-    graph: DependencyGraph, pytest_args: list[str], work: Path, progress: Progress
-) -> tuple[DependencyGraph, int]:
+def _vet(graph: DependencyGraph, child: _Child, progress: Progress) -> tuple[DependencyGraph, int]:
     """Check the confirmed dependencies in fresh processes: each target alone (twice),
-    and each polluter then its victim, every sequence in a child forked from one collected
-    process.  The confirmation shares one process between its runs, and a reset that
-    missed some state (one deeper than isolator watches) lets an earlier run decide a
-    later one: a test that passes alone looked brittle.  A dependency these runs
-    contradict is kept as a candidate, with a note.  Returns the graph and the number of
-    sequences run."""
+    and each polluter then its victim, every sequence in a child forked from a process
+    that collected and ran nothing (``child``).  The confirmation shares one process
+    between its runs, and a reset that missed some state (one deeper than isolator
+    watches) lets an earlier run decide a later one: a test that passes alone looked
+    brittle.  A dependency these runs contradict is kept as a candidate, with a note.
+    Returns the graph and the number of sequences run."""
     deps = graph.confirmed()
     targets = sorted({d.target for d in deps})
     seqs: list[list[str]] = [[t] for t in targets for _ in range(2)]
     pairs = sorted({(d.source, d.target) for d in deps if d.kind == "polluter"})
     seqs += [[a, b] for a, b in pairs]
     progress.say(f"checking {len(deps)} confirmed dependencies in fresh processes")
-    plan = work / "vet-plan.json"
-    out = work / "vet-out.jsonl"
-    plan.write_text(json.dumps({"sequences": seqs}), encoding="utf-8")
-    extra = [f"--isolator-plan={plan}", f"--isolator-plan-out={out}", "--isolator-plan-fork"]
-    with open(work / "vet.log", "wb") as logf:
-        proc = subprocess.Popen(
-            _pytest_cmd(extra, pytest_args, ["-q", "--tb=no", "-p", "no:cacheprovider"]),
-            stdout=logf,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            proc.wait()
-        except KeyboardInterrupt:
-            _stop_child(proc)
-            raise
+    child.submit({k: tuple(seq) for k, seq in enumerate(seqs)})
     alone: dict[NodeId, list[str]] = {}
     after: dict[tuple[NodeId, NodeId], str] = {}
-    lines, _ = _read_lines(out, 0)
-    for line in lines:
-        if line.get("type") != "result":
-            continue
-        tests, outcomes = line.get("tests") or [], line.get("outcomes") or []
-        if len(tests) != len(outcomes) or not tests:
-            continue
-        if len(tests) == 1:
-            alone.setdefault(tests[0], []).append(outcomes[0])
-        else:
-            after[(tests[0], tests[1])] = outcomes[1]
+    waiting = set(range(len(seqs)))
+    while waiting:
+        lines = child.read()
+        for line in lines:
+            if line.get("type") in ("result", "missing"):
+                waiting.discard(line.get("id", -1))
+            if line.get("type") != "result":
+                continue
+            tests, outcomes = line.get("tests") or [], line.get("outcomes") or []
+            if len(tests) != len(outcomes) or not tests:
+                continue
+            if len(tests) == 1:
+                alone.setdefault(tests[0], []).append(outcomes[0])
+            else:
+                after[(tests[0], tests[1])] = outcomes[1]
+        if not lines and child.proc.poll() is not None:
+            break  # (it could not collect, or crashed: what it ran stands)
+        if not lines:
+            time.sleep(0.01)
     kept: list[Any] = []
     notes = list(graph.notes)
     dropped: set[tuple[NodeId, NodeId]] = set()
@@ -1134,9 +1155,8 @@ def _vet(
     if not dropped:
         return graph, len(seqs)
     cleaners = tuple(c for c in graph.cleaners if (c.polluter, c.victim) not in dropped)
-    return replace(graph, dependencies=tuple(kept), cleaners=cleaners, notes=tuple(notes)), len(
-        seqs
-    )
+    graph = replace(graph, dependencies=tuple(kept), cleaners=cleaners, notes=tuple(notes))
+    return graph, len(seqs)
 
 
 def _contradicted(dep: Any, alone: list[str] | None, after: str | None) -> str | None:
