@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
@@ -84,7 +85,11 @@ def _parser() -> argparse.ArgumentParser:
         "listed here go to pytest unchanged (paths, -k, -m, -p ...).",
     )
     p.add_argument("--format", choices=("table", "json"), default="table", help="output format")
-    p.add_argument("--output", metavar="FILE", help="write the output here instead of stdout")
+    p.add_argument(
+        "--output",
+        metavar="FILE",
+        help="write the output here (with --format json, the table still goes to stdout)",
+    )
     p.add_argument(
         "--graph", metavar="FILE", help="also draw the graph: FILE.dot, FILE.svg or FILE.html"
     )
@@ -936,8 +941,19 @@ def _check_outputs(opts: argparse.Namespace) -> None:
         value = getattr(opts, name)
         if value and Path(value).is_dir():
             raise DepsError(f"--{name} {value} is a directory")
+        if value:
+            # Known before the runs, not after them.
+            parent = Path(value).parent
+            if not parent.is_dir():
+                raise DepsError(f"--{name} {value}: no directory {parent}")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise DepsError(f"--{name} {value}: cannot write in {parent}")
     if opts.jobs < 0 or opts.max_cleaners < 0 or opts.budget < 0:
         raise DepsError("--jobs, --max-cleaners and --budget take non-negative numbers")
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt  # (as Ctrl-C: what was confirmed is kept, nothing is left)
 
 
 def _deps(opts: argparse.Namespace, rest: list[str], progress: Progress) -> int:
@@ -945,6 +961,8 @@ def _deps(opts: argparse.Namespace, rest: list[str], progress: Progress) -> int:
     pytest_args, dropped = filter_pytest_args(rest)
     if dropped:
         progress.say("ignoring " + " ".join(dropped) + " (every selected test must run)")
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.signal(signal.SIGTERM, _terminated) if main else None
     work = Path(tempfile.mkdtemp(prefix="isolator-deps-"))
     try:
         return _run(opts, pytest_args, work, progress)
@@ -953,6 +971,8 @@ def _deps(opts: argparse.Namespace, rest: list[str], progress: Progress) -> int:
             progress.say(f"work files kept in {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
+        if main:
+            signal.signal(signal.SIGTERM, before)
 
 
 def _run(opts: argparse.Namespace, pytest_args: list[str], work: Path, progress: Progress) -> int:

@@ -29,7 +29,9 @@ from collections.abc import Generator, Sequence
 from typing import IO, Any
 
 import pytest
-from _pytest.doctest import DoctestItem  # (pytest's own doctest items)
+from _pytest.doctest import DoctestItem
+
+from isolator._store import STORE_DIR  # (pytest's own doctest items)
 
 RECORD_SCHEMA = "isolator.record/1"
 # Read through the original: a test may leave time frozen (freezegun patches the module).
@@ -103,8 +105,17 @@ def outcome_of(reports: Sequence[pytest.TestReport]) -> str:
 IGNORED_SITES = frozenset({"<env>:PYTEST_CURRENT_TEST"})
 
 
+# isolator's own files (its store: the copy-on-write journal and backups), which it writes
+# during tests: ``<file>:`` sites under it are no test's state.  Set by Recording.
+_OWN_FILES: list[str] = []
+
+
 def _own(sites: Any) -> list[str]:
-    return [s for s in sites if s not in IGNORED_SITES]
+    return [s for s in sites if not _ignored(s)]
+
+
+def _ignored(site: str) -> bool:
+    return site in IGNORED_SITES or (bool(_OWN_FILES) and site.startswith(tuple(_OWN_FILES)))
 
 
 def _project_files(rootdir: str) -> list[str]:
@@ -225,6 +236,8 @@ class Recording(_Reports):
         super().__init__()
         self.config = config
         self.file = _open_lines(path, "w")
+        store = os.path.join(str(config.rootpath), STORE_DIR, "")
+        _OWN_FILES[:] = sorted({"<file>:" + store, "<file>:" + os.path.realpath(store) + os.sep})
         self.tracer: Any = None
         self.fixture_writes: dict[int, dict[str, str]] = {}
         self._keep: list[object] = []  # fixturedefs whose id() keys fixture_writes
@@ -347,10 +360,8 @@ class Recording(_Reports):
                 "outcome": outcome_of(self.reports),
                 "duration": round(duration, 6),
                 "reads": sorted(_own(reads)),
-                "writes": {k: v for k, v in sorted(writes.items()) if k not in IGNORED_SITES},
-                "scoped_writes": {
-                    k: v for k, v in sorted(scoped.items()) if k not in IGNORED_SITES
-                },
+                "writes": {k: v for k, v in sorted(writes.items()) if not _ignored(k)},
+                "scoped_writes": {k: v for k, v in sorted(scoped.items()) if not _ignored(k)},
                 "touched": sorted(_own(touched)),
                 "touched_at": {k: v for k, v in sorted(touched.items()) if v},
                 "recorded": recorded is not None,

@@ -391,6 +391,41 @@ def test_a_dependency_that_fresh_processes_contradict_is_not_confirmed(tmp_path:
     assert alone.returncode == 0, alone.stdout
 
 
+OWN_FILES = {
+    "mod.py": """
+        SEEN = []
+    """,
+    "tests/test_own.py": """
+        import mod
+
+        def test_polluter():
+            with open("out-a.txt", "w") as f:
+                f.write("a")
+            mod.SEEN.append("a")
+            assert False  # (what a failing test's code wrote counts: the journal too)
+
+        def test_victim():
+            with open("out-b.txt", "w") as f:
+                f.write("b")
+            assert mod.SEEN == []
+    """,
+}
+
+
+def test_isolators_own_files_are_no_tests_state(tmp_path: Path) -> None:
+    # Both tests write a file outside their tmp dirs: isolator's copy-on-write journal in
+    # .isolator/ is opened during each, and was named as the state linking them (parso's
+    # test_change_and_undo -> test_simple).
+    suite = write_suite(tmp_path / "own", OWN_FILES)
+    proc = isolator(suite, "deps", "--format", "json", "--output", "o.json", *QUIET)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads((suite / "o.json").read_text())
+    (dep,) = [d for d in data["dependencies"] if d["confirmed"]]
+    assert (dep["source"], dep["target"]) == ("tests/test_own.py::test_polluter",
+                                              "tests/test_own.py::test_victim")  # fmt: skip
+    assert dep["state"] == ["mod:SEEN"]
+
+
 CTRL_C = {
     "tests/test_ctrl_c.py": """
         import os
