@@ -100,6 +100,7 @@ class FileGuard:
         self._owner = os.getpid()  # a forked child keeps a journal of its own
         self._inherited: set[str] = set()  # held entries a forked child got from its parent
         self.defaults_written = False  # a function's __defaults__/__kwdefaults__ was set
+        self.code_written = False  # a function's __code__ was set
         # An object's __class__ was assigned (the same audit event): until then the
         # watched instances' classes need no look.  True until the first check has looked.
         self.class_written = True
@@ -149,6 +150,8 @@ class FileGuard:
             if self.active and not self._busy and len(args) > 1:
                 if args[1] in _DEFAULTS_NAMES:
                     self.defaults_written = True
+                elif args[1] == "__code__":
+                    self.code_written = True
                 elif args[1] == "__class__":
                     self.class_written = True
             return

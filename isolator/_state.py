@@ -371,6 +371,9 @@ class StateTable:
         self.cache_pure: set[int] = set()
         self.cells: list[tuple[str, Any, object]] = []  # (site, cell, baseline contents)
         self.defaults: list[tuple[str, Any, object, object]] = []  # (site, fn, defaults, kw)
+        # The functions watched and their code: a function may replace its __code__
+        # (networkx's argmap compiles itself on first call).  (site, fn, code)
+        self.codes: list[tuple[str, Any, Any]] = []
         self.opaque: list[Unrestorable] = []
         self.opaque_fps: list[object] = []
         self.truncated: list[str] = []  # sites not fully watched because they are too large
@@ -457,6 +460,7 @@ class StateTable:
             ):
                 continue
             if type(value) is types.FunctionType and _BARE(value) == _NOTHING:
+                self.codes.append((f"{name}:{key}", value, value.__code__))
                 # A function without defaults, closure or attributes (most test functions)
                 # has nothing to watch: skipped before its site name is formatted.
                 continue
@@ -614,6 +618,14 @@ class StateTable:
             proxy = owner.__dict__
             self._watch(site, proxy, dict(proxy), CLASS, owner)
             for k, v in list(proxy.items()):
+                if type(v) is staticmethod or type(v) is classmethod:
+                    # Nothing to watch in it, but its function may replace its code.
+                    inner: Any = v.__func__
+                    if type(inner) is types.FunctionType and _is_project(
+                        inner.__module__, prefixes
+                    ):
+                        self.codes.append((f"{site}.{k}", inner, inner.__code__))
+                    continue
                 if type(v) in _IMMUTABLE_EXACT or k in _SKIP_NAMES or isinstance(v, _IMMUTABLE):
                     continue
                 self._walk(f"{site}.{k}", v, modname, prefixes, depth + 1, budget)
@@ -738,6 +750,7 @@ class StateTable:
         depth: int,
         budget: list[int],
     ) -> None:
+        self.codes.append((site, fn, fn.__code__))
         if fn.__defaults__ or fn.__kwdefaults__:
             self.defaults.append((site, fn, fn.__defaults__, fn.__kwdefaults__))
             for i, d in enumerate(fn.__defaults__ or ()):
@@ -1343,6 +1356,10 @@ class StateTable:
                 pass
         else:
             cell.cell_contents = old
+
+    def dirty_codes(self) -> list[int]:
+        """Indexes of the functions in ``codes`` whose ``__code__`` was replaced."""
+        return [i for i, (_, fn, code) in enumerate(self.codes) if fn.__code__ is not code]
 
     def restore_defaults(self, i: int) -> None:
         _, fn, d, kw = self.defaults[i]

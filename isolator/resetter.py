@@ -935,6 +935,9 @@ class Resetter:
             for t in dirty:
                 self._reset_table(t, out, force, defaults, hits[t] if hits else ALL_KINDS)
         files.defaults_written = files.class_written = False
+        if files.code_written or force:
+            files.code_written = False
+            self._reset_codes(out)
         if files.pending:
             # Files the test left open: those its objects closed as their state was put
             # back (a file held by a global) go now, not after the next test.
@@ -951,6 +954,22 @@ class Resetter:
                 self._reset_counts.update(resets)  # counted in C
                 resets.clear()
         return out
+
+    def _reset_codes(self, out: Outcome) -> None:
+        """Put back the code of project functions that had theirs replaced (read only
+        after an audit event of such a write)."""
+        for t in self.tables.values():
+            for i in t.dirty_codes():
+                where, fn, code = t.codes[i]
+                site = f"{where}.__code__"
+                out.writes.append(site)
+                try:
+                    fn.__code__ = code
+                except Exception as exc:
+                    out.unrestorable.append((site, _refused(exc)))
+                    t.codes[i] = (where, fn, fn.__code__)
+                else:
+                    out.reset.append(site)
 
     def _project_snapshots(
         self, names: list[str]
@@ -2063,6 +2082,14 @@ class Resetter:
         _modules.collect_writes()
         probes_changed = [i for i, (a, b) in enumerate(zip(pre, post)) if a != b]
         dirty = self._dirty_tables()
+        codes: list[tuple[StateTable, str, int, Any]] = []
+        if self.files.code_written:
+            self.files.code_written = False
+            for t in self.tables.values():
+                for i in t.dirty_codes():
+                    where, fn, old = t.codes[i]
+                    t.codes[i] = (where, fn, fn.__code__)  # baseline until its teardown
+                    codes.append((t, "code", i, old))
         threads: set[threading.Thread] = set()
         if _thread._count() != self.thread_count:
             threads = {th for th in threading.enumerate() if th not in self.threads}
@@ -2074,6 +2101,7 @@ class Resetter:
         added, replaced, deleted = self.modules.diff()
         changed = (
             bool(probes_changed)
+            or bool(codes)
             or bool(threads)
             or bool(children)
             or bool(dirty)
@@ -2094,6 +2122,7 @@ class Resetter:
             files=self.files.take_since(files_mark),
         )
         self._record_deltas(frame, dirty)
+        frame.extras += codes
         frame.threads, frame.children = threads, children
         self.threads |= threads
         self.thread_count = _thread._count()
@@ -2242,6 +2271,11 @@ class Resetter:
                 site, cell, _ = t.cells[i]
                 t.cells[i] = (site, cell, old)
                 self.files.class_written = True  # (an instance's class: as for defaults)
+            elif what == "code":
+                where, fn, _ = t.codes[i]
+                t.codes[i] = (where, fn, old)
+                self.files.code_written = True  # (read after the next test)
+                continue
             else:
                 site, fn, _, _ = t.defaults[i]
                 t.defaults[i] = (site, fn, *old)

@@ -1489,6 +1489,67 @@ def test_sees_no_such_file():
     assert left == []
 
 
+def test_a_function_that_replaces_its_own_code_gets_it_back(pytester: pytest.Pytester) -> None:
+    # networkx's argmap compiles its wrappers on first call: the function takes the
+    # compiled code, and the names that code uses are added to a module's globals.  The
+    # names were put back after the test and the code was not: every later call raised
+    # NameError (1,459 of 2,558 networkx tests).  Also a test's own patch of __code__, and
+    # of a function reached inside another object.
+    pytester.makepyfile(
+        lazymod="""
+def _helper(x):
+    return x + 1
+
+def _compile():
+    glob = {"helper_7": _helper}
+    loc = {}
+    exec("def api(x):\\n    return helper_7(x)\\n", glob, loc)
+    return loc["api"]
+
+def api(x):
+    real = _compile()
+    api.__code__ = real.__code__
+    api.__globals__.update(real.__globals__)
+    return api(x)
+
+def f():
+    return 1
+
+class Holder:
+    @staticmethod
+    def static():
+        return 1
+
+HOLDER = Holder()
+HOLDER.fn = lambda: 1
+""",
+        test_code="""
+import lazymod
+
+def test_first():
+    assert lazymod.api(1) == 2
+
+def test_second():
+    assert lazymod.api(2) == 3
+
+def test_patches_code():
+    lazymod.f.__code__ = (lambda: 2).__code__
+    lazymod.HOLDER.fn.__code__ = (lambda: 2).__code__
+    lazymod.Holder.static.__code__ = (lambda: 2).__code__
+    assert lazymod.f() == lazymod.HOLDER.fn() == lazymod.Holder.static() == 2
+
+def test_sees_the_original():
+    assert lazymod.f() == lazymod.HOLDER.fn() == lazymod.Holder.static() == 1
+""",
+    )
+    for mode in ("minimal", "full"):
+        result = pytester.runpytest_subprocess(
+            "-p", "no:randomly", "-p", "isolator", f"--reset={mode}"
+        )
+        result.assert_outcomes(passed=4)
+        assert "lazymod:f.__code__" in result.stdout.str()
+
+
 def test_files_of_a_run_that_died_mid_test_are_restored(pytester: pytest.Pytester) -> None:
     (pytester.path / "precious.txt").write_text("keep me")
     pytester.makepyfile(
