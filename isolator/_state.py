@@ -27,6 +27,7 @@ import decimal
 import dis
 import functools
 import gc
+import io
 import itertools
 import operator
 import re
@@ -302,6 +303,10 @@ def _opaque_fingerprint(obj: object) -> Callable[[object], object] | None:
             return -1 if frame is None else frame.f_lasti
 
         return gen_fp
+    if isinstance(obj, io.IOBase):
+        # A file or stream: closing it cannot be undone (its position moves with every
+        # write to a log: not counted).
+        return _closed
     if hasattr(type(obj), "__length_hint__") and hasattr(type(obj), "__next__"):
         return operator.length_hint
     if callable(getattr(type(obj), "locked", None)):
@@ -316,6 +321,10 @@ def _opaque_fingerprint(obj: object) -> Callable[[object], object] | None:
         if _reduced(obj) is not None:
             return _reduced
     return None
+
+
+def _closed(obj: Any) -> object:
+    return bool(obj.closed)
 
 
 _SCALARS: Final = (int, float, str, bytes, bool, type(None))
@@ -692,7 +701,9 @@ class StateTable:
             # Instances of library classes (loggers, sessions, compiled objects) are the
             # library's state; following them would watch half the interpreter.
             fp = _opaque_fingerprint(value)
-            if fp is not None and not _has_static(value, "__dict__"):
+            if fp is not None and (
+                isinstance(value, io.IOBase) or not _has_static(value, "__dict__")
+            ):
                 self._add_opaque(site, value, fp)
             return
         if depth > _MAX_INSTANCE_DEPTH:
@@ -1222,9 +1233,9 @@ class StateTable:
         """The fine-grained sites that changed in watch ``i`` (called only when dirty)."""
         if self.kinds[i] not in _MAPPING_KINDS:
             return [self.sites[i]]
-        return self._key_sites(i, _diff_keys(self.lives[i], self.snaps[i]))
+        return self.key_sites(i, _diff_keys(self.lives[i], self.snaps[i]))
 
-    def _key_sites(self, i: int, keys: list[Any]) -> list[str]:
+    def key_sites(self, i: int, keys: list[Any]) -> list[str]:
         """The sites of mapping watch ``i`` named by the ``keys`` that differ."""
         kind = self.kinds[i]
         site = self.sites[i]
@@ -1261,7 +1272,7 @@ class StateTable:
             sites = self.changed_sites(i)
             self.restore(i)
             return sites
-        sites = self._key_sites(i, keys)
+        sites = self.key_sites(i, keys)
         if kind == CLASS:
             _restore_class(self.owners[i], keys, self.snaps[i])
         else:

@@ -1084,6 +1084,19 @@ class Resetter:
                     keys = self._keep_memo(t, i, keys, functools.partial(alone, i))
                     if not keys:
                         continue  # every key it changed was a learned entry
+            if frozen and t.kinds[i] in _MAPPING_KINDS:
+                # A name holding an object whose state cannot be copied back (a file the
+                # test closed, then bound the name to a new one) stays as the test left
+                # it; the rest of the watch is put back, then the whole joins the baseline.
+                found = keys if keys is not None else t.diff_keys(i)
+                stay = [
+                    k for k in found or () if any(_root(s) in frozen for s in t.key_sites(i, [k]))
+                ]
+                if stay:
+                    left[0].append(i)
+                    keys = [k for k in found or () if k not in stay]
+                    if not keys:
+                        continue
             if held and t.kinds[i] in _MAPPING_KINDS:
                 # Names bound to a thread the test left running stay (and are reported);
                 # the rest of the watch is put back, then the whole joins the baseline.

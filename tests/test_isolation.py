@@ -1550,6 +1550,40 @@ def test_sees_the_original():
         assert "lazymod:f.__code__" in result.stdout.str()
 
 
+def test_a_file_a_test_closed_and_replaced_stays_replaced_and_is_reported(
+    pytester: pytest.Pytester,
+) -> None:
+    # A module's log file that a test closes and opens again (log rotation): the global
+    # was put back to the old file object, closed by then, and the next test failed
+    # ("I/O operation on closed file").  Closing cannot be undone: the name stays as the
+    # test left it, the site is reported, and the test is forked from the next run on.
+    pytester.makepyfile(
+        sinkmod="""
+sink = open("sink.log", "a")
+
+def reopen():
+    global sink
+    sink.close()
+    sink = open("sink.log", "a")
+""",
+        test_sink="""
+import sinkmod
+
+def test_rotate():
+    sinkmod.reopen()
+    sinkmod.sink.write("rotated\\n")
+
+def test_write():
+    sinkmod.sink.write("hello\\n")
+""",
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=2)
+    out = result.stdout.str()
+    assert "sinkmod:sink: TextIOWrapper object changed" in out
+    assert "will run in a forked child from the next run on" in out
+
+
 def test_files_of_a_run_that_died_mid_test_are_restored(pytester: pytest.Pytester) -> None:
     (pytester.path / "precious.txt").write_text("keep me")
     pytester.makepyfile(
