@@ -8,6 +8,7 @@ import json
 import shutil
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -514,11 +515,9 @@ def test_plan_parts_never_start_a_sequence_with_the_test_that_just_ran(
         assert flat[-1] == ("p", "c", "v")
 
 
-def test_the_best_ranked_candidates_keep_their_rank_however_slow() -> None:
-    # The _MIN_TRIED best-ranked candidates are tried whatever the budget: a slow one
-    # among them gets a chunk of its own, in its turn.  Set aside instead, six's known
-    # polluter (ranked first: its first import of html.parser makes it slow) waited behind
-    # a hundred cheaper candidates and was missed on a fast run.
+def _slow_writer_pairs(ev: Evidence) -> tuple[Any, Any]:
+    """Candidates for t.py::v from three writers of its state, the middle one slow, and
+    the cost of a sequence by the recorded durations."""
     records = [
         rec("t.py::v", 0, reads=("m:S",)),
         rec("t.py::fast1", 1, writes={"m:S": ""}),
@@ -526,11 +525,19 @@ def test_the_best_ranked_candidates_keep_their_rank_however_slow() -> None:
         rec("t.py::fast2", 3, writes={"m:S": ""}),
     ]
     durations = {r.nodeid: r.duration for r in records} | {"t.py::slow": 5.0}
-    pairs = _deps_cli._Pairs(CandidateIndex(records), Evidence({"t.py::v": "passed"}))
 
     def cost(seq: tuple[str, ...]) -> float:
         return detector.estimate_cost(seq, durations)
 
+    return _deps_cli._Pairs(CandidateIndex(records), ev), cost
+
+
+def test_the_best_ranked_candidates_keep_their_rank_however_slow() -> None:
+    # The _MIN_TRIED best-ranked candidates are tried whatever the budget: a slow one
+    # among them gets a chunk of its own, in its turn.  Set aside instead, six's known
+    # polluter (ranked first: its first import of html.parser makes it slow) waited behind
+    # a hundred cheaper candidates and was missed on a fast run.
+    pairs, cost = _slow_writer_pairs(Evidence({"t.py::v": "passed"}))
     assert pairs.take(0.015, cost) == [("t.py::fast1", "t.py::v")]
     assert pairs.take(0.015, cost) == [("t.py::slow", "t.py::v")]
     assert pairs.take(0.015, cost) == [("t.py::fast2", "t.py::v")]
@@ -541,18 +548,8 @@ def test_pairs_set_slow_candidates_aside_and_let_the_recording_stand_in_for_alon
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(_deps_cli, "_MIN_TRIED", 0)  # (past the best-ranked: see below)
-    records = [
-        rec("t.py::v", 0, reads=("m:S",)),
-        rec("t.py::fast1", 1, writes={"m:S": ""}),
-        rec("t.py::slow", 2, writes={"m:S": ""}),
-        rec("t.py::fast2", 3, writes={"m:S": ""}),
-    ]
-    durations = {r.nodeid: r.duration for r in records} | {"t.py::slow": 5.0}
     ev = Evidence({"t.py::v": "passed"})
-    pairs = _deps_cli._Pairs(CandidateIndex(records), ev)
-
-    def cost(seq: tuple[str, ...]) -> float:
-        return detector.estimate_cost(seq, durations)
+    pairs, cost = _slow_writer_pairs(ev)
 
     # [A, V] only: V's recorded outcome stands in for its first run alone.  The slow
     # writer waits until the cheaper candidates are out.
