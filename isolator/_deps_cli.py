@@ -38,7 +38,7 @@ from typing import IO, Any, Final
 
 from isolator import detector
 from isolator._store import DEPS_FILE, STORE_DIR, StoreError, load_graph, save_graph
-from isolator._types import DependencyGraph, NodeId
+from isolator._types import Dependency, DependencyGraph, NodeId
 
 PROG: Final = "isolator deps"
 _MAX_RESTARTS: Final = 20
@@ -1159,7 +1159,7 @@ def _vet(graph: DependencyGraph, child: _Child, progress: Progress) -> tuple[Dep
             break  # (it could not collect, or crashed: what it ran stands)
         if not lines:
             time.sleep(0.01)
-    kept: list[Any] = []
+    kept: list[Dependency] = []
     notes = list(graph.notes)
     dropped: set[tuple[NodeId, NodeId]] = set()
     for d in graph.dependencies:
@@ -1179,7 +1179,7 @@ def _vet(graph: DependencyGraph, child: _Child, progress: Progress) -> tuple[Dep
     return graph, len(seqs)
 
 
-def _contradicted(dep: Any, alone: list[str] | None, after: str | None) -> str | None:
+def _contradicted(dep: Dependency, alone: list[str] | None, after: str | None) -> str | None:
     """Why the fresh runs contradict ``dep`` (None: they agree, or did not run)."""
     if alone:
         bad = [detector.is_bad(o) for o in alone]

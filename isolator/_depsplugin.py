@@ -29,9 +29,9 @@ from collections.abc import Generator, Sequence
 from typing import IO, Any
 
 import pytest
-from _pytest.doctest import DoctestItem
+from _pytest.doctest import DoctestItem  # (pytest's own doctest items)
 
-from isolator._store import STORE_DIR  # (pytest's own doctest items)
+from isolator._store import STORE_DIR
 
 RECORD_SCHEMA = "isolator.record/1"
 # Read through the original: a test may leave time frozen (freezegun patches the module).
@@ -107,7 +107,7 @@ IGNORED_SITES = frozenset({"<env>:PYTEST_CURRENT_TEST"})
 
 # isolator's own files (its store: the copy-on-write journal and backups), which it writes
 # during tests: ``<file>:`` sites under it are no test's state.  Set by Recording.
-_OWN_FILES: list[str] = []
+_OWN_FILES: tuple[str, ...] = ()
 
 
 def _own(sites: Any) -> list[str]:
@@ -115,7 +115,7 @@ def _own(sites: Any) -> list[str]:
 
 
 def _ignored(site: str) -> bool:
-    return site in IGNORED_SITES or (bool(_OWN_FILES) and site.startswith(tuple(_OWN_FILES)))
+    return site in IGNORED_SITES or site.startswith(_OWN_FILES)
 
 
 def _project_files(rootdir: str) -> list[str]:
@@ -236,8 +236,9 @@ class Recording(_Reports):
         super().__init__()
         self.config = config
         self.file = _open_lines(path, "w")
+        global _OWN_FILES
         store = os.path.join(str(config.rootpath), STORE_DIR, "")
-        _OWN_FILES[:] = sorted({"<file>:" + store, "<file>:" + os.path.realpath(store) + os.sep})
+        _OWN_FILES = ("<file>:" + store, "<file>:" + os.path.realpath(store) + os.sep)
         self.tracer: Any = None
         self.fixture_writes: dict[int, dict[str, str]] = {}
         self._keep: list[object] = []  # fixturedefs whose id() keys fixture_writes

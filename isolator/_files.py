@@ -320,10 +320,8 @@ class FileGuard:
     def restore(self) -> list[str]:
         """Put every saved path back; returns the sites that were restored.  A file the
         test created that the process still holds open is left until it is closed (see
-        ``pending``)."""
+        ``pending`` and :meth:`settle`)."""
         if not self.order:
-            if self.pending:
-                self.settle()
             return []
         self._busy = True
         restored: list[str] = []
@@ -350,8 +348,6 @@ class FileGuard:
                         _remove(backup)
             finally:
                 self._busy = False
-        if self.pending:
-            self.settle()
         return restored
 
     def _rewrite_journal(self) -> None:

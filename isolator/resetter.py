@@ -852,7 +852,7 @@ class Resetter:
         out = Outcome()
         files = self.files
         # Files first: restoring them must not depend on the cwd the test left.
-        if files.order or files.pending:
+        if files.order:
             out.writes += files.dirty_sites()
             out.reset += files.restore()
         if files.unrestorable:
