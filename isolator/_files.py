@@ -105,6 +105,9 @@ class FileGuard:
         # watched instances' classes need no look.  True until the first check has looked.
         self.class_written = True
         self.spawned = False  # the test started a process
+        # Told of each class whose __bases__ a test assigns, before the assignment (the
+        # bases are no entry of the class's __dict__: nothing else sees them change).
+        self.bases_written: Callable[[type], None] | None = None
         # Events that may have changed a file anywhere (tmp dirs, pytest's and isolator's
         # own writes included) or started a process that may, and changes of directory:
         # the import finder looks at an unloaded module's file, and at the current
@@ -154,6 +157,9 @@ class FileGuard:
                     self.code_written = True
                 elif args[1] == "__class__":
                     self.class_written = True
+                elif args[1] == "__bases__" and isinstance(args[0], type):
+                    if self.bases_written is not None:
+                        self.bases_written(args[0])
             return
         if event == "open":
             path, mode, flags = args

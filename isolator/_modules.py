@@ -84,7 +84,7 @@ class UndoLog:
     def dirty_sites(self) -> list[str]:
         out = []
         for mod, name, old in self.entries:
-            if mod.__dict__.get(name, NOTSET) is not old:
+            if _bound(mod, name) is not old:
                 out.append(site_of(mod, name))
         return out
 
@@ -149,6 +149,27 @@ class UndoLog:
         self.seen.clear()
 
 
+def note_bases(cls: type) -> None:
+    """A test is assigning ``cls.__bases__`` (told by the audit event, before the
+    assignment): the bases it has now are what the check puts back.  Not a class of a
+    module being imported now (a generic NamedTuple is given its bases so as it is made):
+    that is the module's own set-up."""
+    owner = getattr(cls, "__module__", None)
+    if not isinstance(owner, str) or owner.startswith(_RUNNER_PREFIXES):
+        return
+    spec = getattr(sys.modules.get(owner), "__spec__", None)
+    if getattr(spec, "_initializing", False):
+        return
+    LOG.note(cls, "__bases__", cls.__bases__)
+
+
+def _bound(owner: Any, name: str) -> object:
+    """What ``owner.name`` is bound to now, as the undo log compares it."""
+    if name == "__bases__" and isinstance(owner, type):
+        return owner.__bases__
+    return owner.__dict__.get(name, NOTSET)
+
+
 def site_of(owner: Any, name: str) -> str:
     """``module:name`` of a module attribute, ``module:Class.name`` of a class's."""
     if isinstance(owner, type):
@@ -160,7 +181,10 @@ def _put_class_attr(cls: type, name: str, old: object) -> str | None:
     """Bind (or remove) a class attribute as ``type`` itself does, past a metaclass's own
     ``__setattr__``; the reason when the class refuses."""
     try:
-        if old is NOTSET:
+        if name == "__bases__":
+            if cls.__bases__ is not old:
+                type.__setattr__(cls, name, old)
+        elif old is NOTSET:
             if name in cls.__dict__:
                 type.__delattr__(cls, name)
         elif cls.__dict__.get(name, NOTSET) is not old:

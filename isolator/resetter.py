@@ -604,6 +604,7 @@ class Resetter:
         _modules.FINDER.probe_same = self._import_probe_same
         files = self.files
         _modules.FINDER.writes = functools.partial(getattr, files, "writes")  # (no Python frame)
+        files.bases_written = _modules.note_bases
         self.swapped = _modules.watch_library_modules(self.is_project)
         self.modules.swapped = self.swapped
         self.threads = set(threading.enumerate())
@@ -899,6 +900,12 @@ class Resetter:
         if log.entries:
             sites = log.dirty_sites()
             out.writes += sites
+            if any(name == "__bases__" for _, name, _ in log.entries):
+                # Putting bases back computes the MRO of every subclass again, those of
+                # modules unloaded just now too, until the collector frees them (the
+                # classes of tkinter.tix, executed again by each test that imports it):
+                # without a collection first, each test pays for all earlier ones.
+                gc.collect()
             refused = log.undo(set(kept))
             if refused:
                 # Reported once: what was left joins the baseline of later tests.

@@ -4181,3 +4181,69 @@ def test_sees_it_empty():
     )
     result.assert_outcomes(passed=2)
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+@pytest.mark.parametrize("where", ["project", "library"])
+def test_a_class_given_new_bases_gets_its_old_ones_back(
+    pytester: pytest.Pytester, where: str
+) -> None:
+    # tkinter.tix adds a base to tkinter.Widget when imported (and warns, so its import
+    # is executed again for each test that imports it).  The class kept the bases the
+    # last import gave it: one more base a test, and MROs growing until a deps run's
+    # confirmation process spent minutes in one import.  A class's __bases__ is not in
+    # its __dict__; the assignment's audit event tells, and the old bases come back.
+    base = """
+class Base:
+    pass
+
+class Widget(Base):
+    pass
+"""
+    addon = """
+import warnings
+
+import base
+
+warnings.warn("addon is deprecated", DeprecationWarning, stacklevel=2)
+
+class Form:
+    pass
+
+base.Widget.__bases__ = base.Widget.__bases__ + (Form,)
+"""
+    if where == "project":
+        pytester.makepyfile(base=base, addon=addon)
+        path = ""
+    else:
+        lib = pytester.path.parent / f"{pytester.path.name}-lib"  # outside the project
+        lib.mkdir()
+        (lib / "base.py").write_text(base)
+        (lib / "addon.py").write_text(addon)
+        path = f"import sys\nsys.path.insert(0, {str(lib)!r})\n"
+    imports = "".join(
+        f"""
+def test_import_{i}():
+    import base
+    import addon
+    assert [b.__name__ for b in base.Widget.__bases__] == ["Base", "Form"]
+"""
+        for i in range(3)
+    )
+    pytester.makepyfile(
+        test_bases=path
+        + imports
+        + """
+class Other:
+    pass
+
+def test_rebases_directly():
+    import base
+    base.Widget.__bases__ = (Other,)
+
+def test_sees_the_first_bases():
+    import base
+    assert [b.__name__ for b in base.Widget.__bases__] == ["Base"]
+"""
+    )
+    result = _isolated(pytester)
+    result.assert_outcomes(passed=5)

@@ -1186,3 +1186,37 @@ def test_a_failing_import_shows_no_frames_of_isolators_import_hooks(
     assert "isolator importlib._bootstrap loader" not in out
     # Nor the import system's frames, which the interpreter cuts out of plain pytest's.
     assert "<frozen importlib" not in out
+
+
+def test_a_module_that_rebases_its_own_class_while_imported_still_comes_back(
+    pytester: pytest.Pytester,
+) -> None:
+    # A class given new bases by its own module's body (typing does so for a generic
+    # NamedTuple) is that module's set-up, not a write to undo: counted as one, it made
+    # the import impure, executed again by every test that imports it.  Another module's
+    # class rebased by an import is still put back (see test_isolation).
+    result = _run_lib_tests(
+        pytester,
+        {
+            "rebased.py": (
+                "import sys\n"
+                "class Base:\n    pass\n"
+                "class Mixin:\n    pass\n"
+                "class Own(Base):\n    pass\n"
+                "Own.__bases__ = (Base, Mixin)\n"
+                "sys.rebased_runs = getattr(sys, 'rebased_runs', 0) + 1\n"
+            )
+        },
+        "import sys\n"
+        "def _check():\n"
+        "    import rebased\n"
+        "    assert rebased.Own.__bases__ == (rebased.Base, rebased.Mixin)\n"
+        "    assert sys.rebased_runs == 1\n"
+        "def test_first():\n"
+        "    _check()\n"
+        "def test_gone_between():\n"
+        "    assert 'rebased' not in sys.modules\n"
+        "def test_second():\n"
+        "    _check()\n",
+    )
+    result.assert_outcomes(passed=3)
