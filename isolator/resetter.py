@@ -1048,7 +1048,7 @@ class Resetter:
         # is left whole as the test left it: restoring the rest of it around that state
         # would make a mix no process ever had.  What is left joins the baseline and is
         # reported; the test runs in a forked child from the next run on.
-        if opaque and not force:
+        if opaque:
             # Counters are made anew in their baseline state, where they were.
             rebuilt = [i for i in opaque if t.opaque[i].rebuild is not None and t.rebuild_opaque(i)]
             if rebuilt:

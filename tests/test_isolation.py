@@ -509,11 +509,13 @@ def test_second():
         result.assert_outcomes(passed=2)
 
 
-def test_counters_are_made_anew_where_they_were(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize("mode", ["minimal", "full"])
+def test_counters_are_made_anew_where_they_were(pytester: pytest.Pytester, mode: str) -> None:
     # itertools.count cannot be copied nor set back; a new counter at the baseline position
     # is bound where the old one was (boltons numbers the functions it compiles with a
     # class attribute counter; glom's tutorial numbers contacts with a counter as a
-    # function's default), so no test runs in a fork for it.
+    # function's default), so no test runs in a fork for it -- under --reset=full too,
+    # which used to report the counters and fork their tests.
     pytester.makepyfile(
         pkg="""
 import itertools
@@ -539,7 +541,9 @@ def test_ids(n):
 """,
     )
     for _ in range(2):
-        result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+        result = pytester.runpytest_subprocess(
+            "-p", "no:randomly", "-p", "isolator", f"--reset={mode}"
+        )
         result.assert_outcomes(passed=3)
         assert "could not reset" not in result.stdout.str()
         assert "forked child" not in result.stdout.str()
