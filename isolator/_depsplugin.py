@@ -200,6 +200,36 @@ def _scope_node(nodeid: str, scope: str) -> str:
     return ""
 
 
+def _scope_keys(item: pytest.Item) -> set[tuple[int, str, str]]:
+    """The higher-scoped fixtures ``item`` needs set up, each as (fixturedef, scope node,
+    parameter): xunit ``setup_class``/``setup_module`` too (pytest's autouse fixtures)."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    out = set()
+    for fd in _scoped_fixturedefs(item):
+        scope = str(getattr(fd, "scope", "session"))
+        name = getattr(fd, "argname", "")
+        out.add((id(fd), _scope_node(item.nodeid, scope), repr(params.get(name, None))))
+    return out
+
+
+def _sets_up_scope_late(seq: Sequence[pytest.Item]) -> bool:
+    """Would a test after the first of ``seq`` set up a higher-scoped fixture (one that
+    the test before it did not use)?
+
+    Such a fixture starts from the state the tests before it left (kept within the
+    sequence), and the core takes what is dirty then into the fixture's baseline: a file
+    an earlier test (or an earlier fixture's teardown) wrote is not saved again, so the
+    reset after the sequence puts it back under the live fixture (two classes building
+    one directory in ``setup_class``: wcmatch's test_glob.py), and module state the
+    earlier test changed survives the reset as the fixture's.  The next sequence must not
+    inherit such a fixture: it is torn down with the sequence.
+    """
+    for prev, item in zip(seq, seq[1:]):
+        if _scope_keys(item) - _scope_keys(prev):
+            return True
+    return False
+
+
 def _inside(nodeid: str, key: str, scope: str) -> bool:
     if scope == "package":
         return nodeid.startswith(key + "/") if key else True
@@ -620,6 +650,7 @@ class PlanRunner(_Reports):
                 following is None
                 or following is items[seq[-1]]
                 or alive.must_tear_down_for(following)
+                or _sets_up_scope_late([items[t] for t in seq])
             ):
                 following = None
                 alive.clear()
