@@ -50,6 +50,11 @@ _MIN_BUDGET: Final = 0.25
 # The best-ranked candidates are tried even past the budget (for at most the recording
 # run's time): on a small suite the budget is mostly the recording run's start-up.
 _MIN_TRIED: Final = 100
+# A confirmation sequence running this many times its recorded duration, and at least
+# _STALL_FLOOR seconds, is stopped and not judged: an order the suite never runs may make
+# a test wait forever (on a lock, a queue, a file another test was to write).
+_STALL_FACTOR: Final = 20.0
+_STALL_FLOOR: Final = 60.0
 _MAX_SET_ASIDE: Final = 200  # costly candidates skipped per chunk (bounds the scan)
 _FIRST_ROUND_SHARE: Final = 0.8
 _PER_TEST: Final = 0.002  # seconds a confirmation run adds to a test's recorded duration
@@ -121,6 +126,15 @@ def _parser() -> argparse.ArgumentParser:
         default=30,
         metavar="N",
         help="cleaner candidates tried per polluter/victim pair (default 30; 0 = none)",
+    )
+    p.add_argument(
+        "--stall-timeout",
+        type=float,
+        default=_STALL_FLOOR,
+        metavar="S",
+        help="stop a confirmation sequence still running after S seconds and "
+        f"{_STALL_FACTOR:g} times its recorded time, and report it unjudged "
+        f"(default {_STALL_FLOOR:g})",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--tracer", choices=("auto", "settrace", "none"), default="auto",
@@ -422,6 +436,8 @@ class _Child:
         self.k = 0
         self.pending: dict[int, detector.Seq] = {}
         self.started: int | None = None
+        self.started_at = 0.0  # when ``started`` began (time.monotonic())
+        self.stalled: int | None = None  # the sequence it was stopped for (see Confirmer)
         self.alive_once = proc is not None  # wrote anything: it collected and serves
         if proc is not None:
             self.proc = proc
@@ -491,6 +507,8 @@ class Confirmer:
         self.sequences_run = 0
         self.executions = 0
         self.crashes: list[detector.Seq] = []
+        self.stalls: list[detector.Seq] = []  # stopped after running too long
+        self.stall_floor = _STALL_FLOOR
         self.children: list[_Child] = []
         self.restarts = 0
         self.phases: list[tuple[str, int, float]] = []  # (phase, sequences, seconds)
@@ -563,6 +581,7 @@ class Confirmer:
                 self.progress.step(f"confirming ({phase})", total - left, total, "sequences")
                 if not left:
                     break
+                self._stop_stalled()
                 time.sleep(0.005)
         except BaseException:
             self.close(interrupted=True)
@@ -576,7 +595,10 @@ class Confirmer:
             sid = obj.get("id")
             if kind == "start" and isinstance(sid, int):
                 child.started = sid
+                child.started_at = time.monotonic()
             elif kind in ("result", "missing") and isinstance(sid, int) and sid in child.pending:
+                if sid == child.stalled:
+                    continue  # stopped by us: whatever it wrote then is no outcome
                 seq = child.pending.pop(sid)
                 if kind == "result":
                     self._take(seq, obj.get("outcomes", []))
@@ -592,11 +614,12 @@ class Confirmer:
             raise DepsError(
                 f"a confirmation run could not start (exit {rc}): {_error_line(child.log)}"
             )
-        # The process died with work left: the running sequence killed it.
+        # The process died with work left: the running sequence killed it (or ran so long
+        # that we stopped it).
         sid = child.started if child.started in child.pending else min(child.pending)
         seq = child.pending.pop(sid)
         self.ev.add_crash(seq)
-        self.crashes.append(seq)
+        (self.stalls if child.stalled == sid else self.crashes).append(seq)
         done += 1
         self.restarts += 1
         if child.pending and self.restarts <= _MAX_RESTARTS:
@@ -613,6 +636,25 @@ class Confirmer:
         else:
             done += len(child.pending)
         return done
+
+    def stall_limit(self, seq: Sequence[NodeId]) -> float:
+        """Seconds after which a running ``seq`` is taken as stalled."""
+        cost = detector.estimate_cost(tuple(seq), self.durations)
+        return max(self.stall_floor, _STALL_FACTOR * cost)
+
+    def _stop_stalled(self) -> None:
+        """Stop a process whose running sequence has taken ``_STALL_FACTOR`` times its
+        recorded duration (and ``stall_floor`` seconds): the next poll sees it end with
+        that sequence unfinished, which is then not judged, and the rest of its work goes
+        to a new process."""
+        now = time.monotonic()
+        for child in self.children:
+            sid = child.started
+            if sid is None or sid not in child.pending or child.stalled is not None:
+                continue
+            if now - child.started_at > self.stall_limit(child.pending[sid]):
+                child.stalled = sid
+                _stop_child(child.proc)
 
     def close(self, interrupted: bool = False, wait: bool = True) -> None:
         """Stop the processes; on an interruption, keep the results already written.
@@ -950,6 +992,8 @@ def _check_outputs(opts: argparse.Namespace) -> None:
                 raise DepsError(f"--{name} {value}: cannot write in {parent}")
     if opts.jobs < 0 or opts.max_cleaners < 0 or opts.budget < 0:
         raise DepsError("--jobs, --max-cleaners and --budget take non-negative numbers")
+    if not opts.stall_timeout > 0:  # (NaN too)
+        raise DepsError("--stall-timeout takes a positive number of seconds")
 
 
 def _terminated(signum: int, frame: Any) -> None:
@@ -981,6 +1025,7 @@ def _run(opts: argparse.Namespace, pytest_args: list[str], work: Path, progress:
     ev = detector.Evidence()
     durations: dict[NodeId, float] = {}
     conf = Confirmer(pytest_args, work, ev, durations, opts.jobs, progress)
+    conf.stall_floor = opts.stall_timeout
     try:
         # The recording process serves the confirmation afterwards: no second start-up
         # and collection (unless a test killed it and it had to be restarted).
@@ -1066,6 +1111,11 @@ def _after_record(
     confirm_wall = time.perf_counter() - t_confirm
     for seq in conf.crashes:
         notes.append("crashed the interpreter, not judged: " + " -> ".join(seq))
+    for seq in conf.stalls:
+        notes.append(
+            f"still running after {conf.stall_floor:.0f} s or more, {_STALL_FACTOR:.0f} times "
+            "its recorded time; stopped, not judged: " + " -> ".join(seq)
+        )
     candidates = pairs.tried
     graph = detector.build_graph(ev, records, candidates, follow.cleaner_seqs, notes)
     graph = DependencyGraph(
@@ -1079,7 +1129,7 @@ def _after_record(
     if vet_child is not None:
         try:
             if graph.confirmed() and not interrupted:
-                graph, vetted = _vet(graph, vet_child, progress)
+                graph, vetted = _vet(graph, vet_child, progress, conf.stall_limit)
         finally:
             if vetted:
                 vet_child.stop()  # (idle by now: it sees the stop file at once)
@@ -1123,14 +1173,20 @@ def _after_record(
     return 0
 
 
-def _vet(graph: DependencyGraph, child: _Child, progress: Progress) -> tuple[DependencyGraph, int]:
+def _vet(
+    graph: DependencyGraph,
+    child: _Child,
+    progress: Progress,
+    stall: Callable[[Sequence[NodeId]], float] = lambda seq: math.inf,
+) -> tuple[DependencyGraph, int]:
     """Check the confirmed dependencies in fresh processes: each target alone (twice),
     and each polluter then its victim, every sequence in a child forked from a process
     that collected and ran nothing (``child``).  The confirmation shares one process
     between its runs, and a reset that missed some state (one deeper than isolator
     watches) lets an earlier run decide a later one: a test that passes alone looked
     brittle.  A dependency these runs contradict is kept as a candidate, with a note.
-    Returns the graph and the number of sequences run."""
+    A sequence still running after ``stall(seq)`` seconds stops the check: what ran
+    stands.  Returns the graph and the number of sequences run."""
     deps = graph.confirmed()
     targets = sorted({d.target for d in deps})
     seqs: list[list[str]] = [[t] for t in targets for _ in range(2)]
@@ -1141,11 +1197,15 @@ def _vet(graph: DependencyGraph, child: _Child, progress: Progress) -> tuple[Dep
     alone: dict[NodeId, list[str]] = {}
     after: dict[tuple[NodeId, NodeId], str] = {}
     waiting = set(range(len(seqs)))
+    running: tuple[int, float] | None = None  # (id, when it started)
     while waiting:
         lines = child.read()
         for line in lines:
+            if line.get("type") == "start":
+                running = (line.get("id", -1), time.monotonic())
             if line.get("type") in ("result", "missing"):
                 waiting.discard(line.get("id", -1))
+                running = None
             if line.get("type") != "result":
                 continue
             tests, outcomes = line.get("tests") or [], line.get("outcomes") or []
@@ -1157,6 +1217,11 @@ def _vet(graph: DependencyGraph, child: _Child, progress: Progress) -> tuple[Dep
                 after[(tests[0], tests[1])] = outcomes[1]
         if not lines and child.proc.poll() is not None:
             break  # (it could not collect, or crashed: what it ran stands)
+        if running is not None and 0 <= running[0] < len(seqs):
+            if time.monotonic() - running[1] > stall(seqs[running[0]]):
+                _stop_child(child.proc)
+                progress.say("a fresh-process check ran too long: stopped")
+                break
         if not lines:
             time.sleep(0.01)
     kept: list[Dependency] = []

@@ -606,3 +606,61 @@ def test_real_suite_dependency_is_found(
     assert f"{victim} (victim)" in proc.stdout
     assert os.path.exists(dest / ".isolator" / "deps.json")
 
+
+HANGS_AFTER = {
+    "gate.py": """
+        CLOSED = False
+        COUNT = []
+    """,
+    "tests/test_gate.py": """
+        import gate
+
+        def test_closes():
+            gate.CLOSED = True
+
+        def test_waits():
+            while gate.CLOSED:  # forever, after test_closes in one process
+                pass
+
+        def test_counts():
+            gate.COUNT.append(1)
+
+        def test_needs_empty():
+            assert gate.COUNT == []
+    """,
+}
+
+
+def test_a_sequence_that_never_ends_is_stopped_and_not_judged(tmp_path: Path) -> None:
+    # An order the suite never runs may make a test wait forever; the confirmation used to
+    # wait with it (six's deps run spent minutes in one import, in an order of its own).
+    # Past --stall-timeout (and 20 times the recorded time) the process is stopped, the
+    # sequence reported unjudged, and the rest of the confirmation goes on.
+    suite = write_suite(tmp_path / "hang", HANGS_AFTER)
+    t0 = time.monotonic()
+    proc = isolator(
+        suite, "deps", "--stall-timeout", "2", "--jobs", "1", "--format", "json",
+        "--output", "o.json", *QUIET, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert time.monotonic() - t0 < 60
+    no_traceback(proc)
+    data = json.loads((suite / "o.json").read_text())
+    found = [(d["kind"], d["source"], d["target"]) for d in data["dependencies"] if d["confirmed"]]
+    assert found == [("polluter", "tests/test_gate.py::test_counts",
+                      "tests/test_gate.py::test_needs_empty")]  # fmt: skip
+    stopped = [n for n in data["notes"] if "stopped, not judged" in n]
+    assert stopped == [
+        "still running after 2 s or more, 20 times its recorded time; stopped, not judged: "
+        "tests/test_gate.py::test_closes -> tests/test_gate.py::test_waits"
+    ], data["notes"]
+
+
+def test_a_stall_timeout_that_is_no_positive_number_is_refused(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path / "hang", HANGS_AFTER)
+    for bad in ("0", "-1", "nan", "x"):
+        proc = isolator(suite, "deps", "--stall-timeout", bad, *QUIET, timeout=60)
+        assert proc.returncode != 0
+        last = proc.stderr.strip().splitlines()[-1]
+        assert last.startswith("isolator deps") and "--stall-timeout" in last, proc.stderr
+        no_traceback(proc)
