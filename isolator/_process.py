@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import _signal  # type: ignore[import-not-found]  # C-level getsignal: no enum conversion
 import _thread
+import _tracemalloc
 import decimal
 import faulthandler
 import gc
@@ -24,9 +25,14 @@ import threading
 import types
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from isolator import _versions
+
+try:
+    import resource as _resource
+except ImportError:  # (not on Windows)
+    _resource = None  # type: ignore[assignment]
 
 # Protect ourselves from code under test that monkeypatches these (coverage.py does the same).
 _getcwd = os.getcwd
@@ -409,7 +415,7 @@ def _set_locale(value: str) -> None:
         pass
 
 
-def _signals_take() -> tuple[list[Any], list[Any]]:
+def _signals_take() -> tuple[list[Any], list[Any], tuple[bool, ...]]:
     sigs = []
     for name in _SIGNALS:
         sig = getattr(signal, name)
@@ -418,24 +424,32 @@ def _signals_take() -> tuple[list[Any], list[Any]]:
         except (ValueError, OSError):
             continue
         sigs.append(sig)
-    return sigs, list(map(_signal.getsignal, sigs))
+    return sigs, list(map(_signal.getsignal, sigs)), _armed()
 
 
-def _signals_diff(snap: tuple[list[Any], list[Any]]) -> list[str]:
-    sigs, handlers = snap
+def _signals_diff(snap: tuple[list[Any], list[Any], tuple[bool, ...]]) -> list[str]:
+    sigs, handlers, armed = snap
     if _get_ident() != _MAIN_IDENT:
         return []
-    if not any(map(operator.is_not, map(_signal.getsignal, sigs), handlers)):
+    timers = _armed()
+    if timers == armed and not any(map(operator.is_not, map(_signal.getsignal, sigs), handlers)):
         return []
     return [
         f"<signal>:{signal.Signals(s).name}"
         for s, h in zip(sigs, handlers)
         if _signal.getsignal(s) is not h
-    ]
+    ] + ["<signal>:<timers>"] * (timers != armed)
 
 
-def _signals_put(snap: tuple[list[Any], list[Any]], sites: list[str]) -> None:
-    sigs, handlers = snap
+def _signals_put(snap: tuple[list[Any], list[Any], tuple[bool, ...]], sites: list[str]) -> None:
+    sigs, handlers, armed = snap
+    # Timers first: an alarm left armed would fire on the handler put back (the default
+    # one ends the process), in a later test.
+    for which, was, now in zip(_ITIMERS, armed, _armed()):
+        if now and not was:
+            signal.setitimer(which, 0)
+        elif was and not now:
+            UNRESTORABLE.append(("<signal>:<timers>", "the test disarmed a timer set before it"))
     for s, h in zip(sigs, handlers):
         if h is not None and _signal.getsignal(s) is not h:
             signal.signal(s, h)
@@ -601,6 +615,46 @@ def _tools() -> tuple[object, ...]:
     return tuple(None if name == _OWN_TOOL else name for name in names)
 
 
+_RLIMITS: Final = tuple(
+    getattr(_resource, n)
+    for n in (
+        "RLIMIT_NOFILE", "RLIMIT_STACK", "RLIMIT_CORE", "RLIMIT_AS", "RLIMIT_DATA",
+        "RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NPROC",
+    )
+    if _resource is not None and hasattr(_resource, n)
+)  # fmt: skip
+_ITIMERS: Final = tuple(
+    getattr(signal, n)
+    for n in ("ITIMER_REAL", "ITIMER_VIRTUAL", "ITIMER_PROF")
+    if hasattr(signal, n)
+)
+_getitimer = getattr(signal, "getitimer", None)
+_sigmask = getattr(signal, "pthread_sigmask", None)
+
+
+def _armed() -> tuple[bool, ...]:
+    """Whether each interval timer (alarm() is ITIMER_REAL) is armed: a test that leaves
+    one armed has its signal kill a later test once the handler is put back."""
+    if _getitimer is None:
+        return ()
+    return tuple(_getitimer(w) != (0.0, 0.0) for w in _ITIMERS)
+
+
+def _blocked() -> frozenset[int] | None:
+    """The signals the main thread blocks (None: elsewhere, or not on this platform)."""
+    if _sigmask is None or _get_ident() != _MAIN_IDENT:
+        return None
+    return frozenset(_sigmask(signal.SIG_BLOCK, ()))
+
+
+def _limits() -> tuple[tuple[int, int], ...]:
+    return tuple(map(_resource.getrlimit, _RLIMITS)) if _RLIMITS else ()
+
+
+def _tracing() -> tuple[bool, int]:
+    return _tracemalloc.is_tracing(), _tracemalloc.get_traceback_limit()
+
+
 def _interp_take() -> tuple[object, ...]:
     profile, trace = sys.getprofile(), sys.gettrace()
     if _OWN_HOOKS:
@@ -622,6 +676,9 @@ def _interp_take() -> tuple[object, ...]:
         tuple(sys.warnoptions),
         # logging.addLevelName's two tables (the logging probe sees the loggers).
         (dict(_level_names), dict(_name_levels)),
+        _blocked(),
+        _limits(),
+        _tracing(),
     )
 
 
@@ -644,6 +701,9 @@ _INTERP_SITES = (
     "<sys.coroutine_origin_tracking_depth>",
     "<sys.warnoptions>",
     "<logging>:<level names>",
+    "<signal>:<blocked>",
+    "<resource limits>",
+    "<tracemalloc>",
 )
 
 
@@ -651,7 +711,8 @@ def _interp_same(snap: Any) -> bool:
     """``_interp_take() == snap`` without building the tuple (the check after every test:
     no copies of the level tables, and the first difference ends it)."""
     (enabled, threshold, interval, digits, profile, trace, fault, tools, callbacks, debug,
-     agen_hooks, origin_depth, warnoptions, (names, levels)) = snap  # fmt: skip
+     agen_hooks, origin_depth, warnoptions, (names, levels), blocked, limits,
+     tracing) = snap  # fmt: skip
     now_profile, now_trace = sys.getprofile(), sys.gettrace()
     if _OWN_HOOKS:
         now_profile = None if id(now_profile) in _OWN_HOOKS else now_profile
@@ -674,6 +735,9 @@ def _interp_same(snap: Any) -> bool:
         and _level_names == names
         and _name_levels == levels
         and (_monitoring is None or _tools() == tools)
+        and _blocked() == blocked
+        and _limits() == limits
+        and _tracing() == tracing
     )
 
 
@@ -688,7 +752,26 @@ def _interp_diff(snap: tuple[object, ...]) -> list[str]:
 
 def _interp_put(snap: Any, sites: list[str]) -> None:
     (enabled, threshold, interval, digits, profile, trace, fault, tools, callbacks, debug,
-     agen_hooks, origin_depth, warnoptions, level_names) = snap  # fmt: skip
+     agen_hooks, origin_depth, warnoptions, level_names, blocked, limits,
+     tracing) = snap  # fmt: skip
+    if "<signal>:<blocked>" in sites and blocked is not None and _sigmask is not None:
+        _sigmask(signal.SIG_SETMASK, blocked)
+    if "<resource limits>" in sites:
+        for res, old, now in zip(_RLIMITS, limits, _limits()):
+            if old != now:
+                try:
+                    _resource.setrlimit(res, old)
+                except (OSError, ValueError) as exc:
+                    UNRESTORABLE.append(
+                        (f"<resource limits>:{res}", f"setrlimit refused the old limits: {exc}")
+                    )
+    if "<tracemalloc>" in sites:
+        on, frames = tracing
+        if not on:
+            _tracemalloc.stop()
+        else:
+            _tracemalloc.stop()
+            _tracemalloc.start(frames)
     if "<gc>" in sites:
         (gc.enable if enabled else gc.disable)()
     if "<gc.threshold>" in sites:
@@ -786,7 +869,10 @@ def _all_clean(snaps: list[Any]) -> bool:
             and _get_locale() == loc
             and (
                 _get_ident() != _MAIN_IDENT
-                or not any(map(operator.is_not, map(_signal.getsignal, sigs[0]), sigs[1]))
+                or (
+                    not any(map(operator.is_not, map(_signal.getsignal, sigs[0]), sigs[1]))
+                    and _armed() == sigs[2]
+                )
             )
             and sys.stdin is stdio[0]
             and sys.stdout is stdio[1]

@@ -169,6 +169,22 @@ PAIRS = {
         "signal.signal(signal.SIGUSR1, lambda *a: None)",
         "assert signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL",
     ),
+    # A timer left armed: its signal, on the handler put back (the default one ends the
+    # process), would kill a later test.
+    "alarm": (
+        "signal.signal(signal.SIGALRM, lambda *a: None); signal.setitimer(signal.ITIMER_REAL, 30)",
+        "assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)",
+    ),
+    "blocked_signal": (
+        "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2})",
+        "assert signal.SIGUSR2 not in signal.pthread_sigmask(signal.SIG_BLOCK, [])",
+    ),
+    "resource_limit": (
+        "resource.setrlimit(resource.RLIMIT_NOFILE, "
+        "(213, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))",
+        "assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] != 213",
+    ),
+    "tracemalloc": ("tracemalloc.start()", "assert not tracemalloc.is_tracing()"),
     "excepthook": ("sys.excepthook = print", "assert sys.excepthook is not print"),
     "unraisablehook": (
         "sys.unraisablehook = print",
@@ -247,6 +263,7 @@ if sys.version_info >= (3, 12):
 
 HEADER = (
     "import os, sys, json, types, logging, random, decimal, socket, signal, gc, http.client\n"
+    "import resource, tracemalloc\n"
     "from unittest import mock\n"
     "import time\n"
     "import pkg\n"
