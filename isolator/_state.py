@@ -695,8 +695,15 @@ class StateTable:
             # Its attributes are the threading machinery's, changing as the thread runs;
             # a thread left running is checked (and reported) as such.
             return
-        if cls is not types.SimpleNamespace and not _is_project(
-            getattr(cls, "__module__", None), prefixes
+        if _is_random(cls):
+            # A generator's state is no attribute: watched through getstate().
+            self._watch(site, _RandomView(value), _RandomView(value).values(), _VIEW, None)
+            return
+        if (
+            cls is not types.SimpleNamespace
+            and not _is_project(getattr(cls, "__module__", None), prefixes)
+            and (getattr(cls, "__module__", None), getattr(cls, "__qualname__", None))
+            not in _PLAIN_DATA_CLASSES
         ):
             # Instances of library classes (loggers, sessions, compiled objects) are the
             # library's state; following them would watch half the interpreter.
@@ -725,17 +732,42 @@ class StateTable:
             for k, v in list(idict.items()):
                 if type(v) not in _IMMUTABLE_EXACT and not isinstance(v, _IMMUTABLE):
                     self._walk(f"{site}.{k}", v, modname, prefixes, depth + 1, budget)
+            slots = _slot_names(cls)
+            if slots:  # (slots beside a __dict__: a slotted base class)
+                self._watch_slots(site, value, slots, modname, prefixes, depth, budget)
             return
         slots = _slot_names(type(value))
         if slots:
-            # Slot-only objects: watched through a tuple of their slot values.
-            self._watch(site, _SlotView(value, slots), _SlotView(value, slots).values(), LIST, None)
-            self.kinds[-1] = _SLOTS
+            self._watch_slots(site, value, slots, modname, prefixes, depth, budget)
             self._watch_class_of(site, value, cls)
             return
         fp = _opaque_fingerprint(value)
         if fp is not None:
             self._add_opaque(site, value, fp)
+
+    def _watch_slots(
+        self,
+        site: str,
+        value: object,
+        slots: tuple[str, ...],
+        modname: str,
+        prefixes: tuple[str, ...],
+        depth: int,
+        budget: list[int],
+    ) -> None:
+        """An object's slots: watched through a tuple of their values, and what they hold
+        walked as an instance's attributes are (a ``dataclass(slots=True)`` or attrs
+        ``@define`` registry whose list a test appends to)."""
+        view = _SlotView(value, slots)
+        values = view.values()
+        self._watch(site, view, values, LIST, None)
+        self.kinds[-1] = _SLOTS
+        if depth > _INSTANCE_VALUES_DEPTH:
+            return
+        for name, v in zip(slots, values):
+            if v is _EMPTY or type(v) in _IMMUTABLE_EXACT or isinstance(v, _IMMUTABLE):
+                continue
+            self._walk(f"{site}.{name}", v, modname, prefixes, depth + 1, budget)
 
     def _watch_class_of(self, site: str, value: object, cls: type) -> None:
         """An instance's class: ``obj.__class__ = Other`` (by a test, or by the object
@@ -1502,6 +1534,57 @@ class _SlotView:
                     pass
             else:
                 object.__setattr__(self.obj, n, v)
+
+
+# Standard-library classes whose instances keep their state as data in their __dict__:
+# a project global bound to one (glom's default scope, a ChainMap) is walked as a
+# project instance is (the locks of an Event or a Queue are watched as such, and
+# reported if a test leaves one held).
+_PLAIN_DATA_CLASSES: Final = frozenset(
+    {
+        ("collections", "ChainMap"),
+        ("collections", "UserDict"),
+        ("collections", "UserList"),
+        ("argparse", "Namespace"),
+        ("threading", "Event"),
+        ("configparser", "ConfigParser"),
+        ("configparser", "RawConfigParser"),
+        ("queue", "Queue"),
+        ("queue", "LifoQueue"),
+        ("queue", "PriorityQueue"),
+    }
+)
+
+
+def _is_random(cls: type) -> bool:
+    """A ``random.Random`` (or SystemRandom's base) made by the project: ``Random(seed)``."""
+    rnd = sys.modules.get("random")
+    return rnd is not None and cls is getattr(rnd, "Random", None)
+
+
+class _RandomView:
+    """A ``random.Random``'s state (``getstate()``), compared by value, put back with
+    ``setstate()``: a module-level generator a test draws from."""
+
+    __slots__ = ("rng",)
+
+    def __init__(self, rng: Any):
+        self.rng = rng
+
+    def values(self) -> tuple[object, ...]:
+        return (self.rng.getstate(),)
+
+    def __eq__(self, other: object) -> bool:
+        return self.values() == other
+
+    def __ne__(self, other: object) -> bool:
+        return self.values() != other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def restore(self, snap: tuple[object, ...]) -> None:
+        if self.values() != snap:
+            self.rng.setstate(snap[0])
 
 
 class _VarView:

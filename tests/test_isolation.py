@@ -110,6 +110,24 @@ LOCAL = threading.local()
 
 ORDERED = collections.OrderedDict(a=1, b=2, c=3)
 PLUGINS = {"a": 1, "b": 2, "c": 3}
+
+# What slots hold, and standard-library objects that keep data (attrs' @define and cattrs'
+# converters are slotted; glom's default scope is a ChainMap).
+import argparse, configparser, dataclasses, queue, random
+@dataclasses.dataclass
+class Slotted:
+    __slots__ = ("handlers", "options")
+    handlers: list
+    options: dict
+SLOTTED = Slotted([], {})
+SCOPE = collections.ChainMap({})
+USER_DICT = collections.UserDict()
+RNG = random.Random(7)
+FIRST_DRAW = random.Random(7).random()
+EVENT = threading.Event()
+JOBS = queue.Queue()
+OPTIONS = argparse.Namespace(debug=False)
+CONFIG = configparser.ConfigParser()
 """
 
 # Each pair: (name, polluting body, victim body). Polluter runs first in the file.
@@ -185,6 +203,15 @@ PAIRS = {
         "assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] != 213",
     ),
     "tracemalloc": ("tracemalloc.start()", "assert not tracemalloc.is_tracing()"),
+    "slots_list": ("pkg.SLOTTED.handlers.append(1)", "assert pkg.SLOTTED.handlers == []"),
+    "slots_dict": ("pkg.SLOTTED.options['x'] = 1", "assert pkg.SLOTTED.options == {}"),
+    "chain_map": ("pkg.SCOPE['x'] = 1", "assert 'x' not in pkg.SCOPE"),
+    "user_dict": ("pkg.USER_DICT['x'] = 1", "assert 'x' not in pkg.USER_DICT"),
+    "random_instance": ("pkg.RNG.random()", "assert pkg.RNG.random() == pkg.FIRST_DRAW"),
+    "event": ("pkg.EVENT.set()", "assert not pkg.EVENT.is_set()"),
+    "queue": ("pkg.JOBS.put(1)", "assert pkg.JOBS.empty()"),
+    "namespace": ("pkg.OPTIONS.debug = True", "assert pkg.OPTIONS.debug is False"),
+    "config_parser": ("pkg.CONFIG['s'] = {'k': 'v'}", "assert not pkg.CONFIG.has_section('s')"),
     "excepthook": ("sys.excepthook = print", "assert sys.excepthook is not print"),
     "unraisablehook": (
         "sys.unraisablehook = print",
