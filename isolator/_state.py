@@ -541,7 +541,9 @@ class StateTable:
             if watcher is not None and watcher != self.modname:
                 self.refs.add(watcher)
             return
-        if budget[0] <= 0:
+        if budget[0] <= 0 and depth > 0:
+            # (A module's own globals are watched whatever the budget: a huge table must
+            # not hide the list defined after it.)
             self.truncated.append(site)
             return
         self._seen.add(vid)

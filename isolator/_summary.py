@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from isolator._state import _MAX_WATCHES_PER_MODULE
+
 if TYPE_CHECKING:
     from isolator.plugin import IsolatorPlugin
 
@@ -213,7 +215,9 @@ def write(data: dict[str, Any], fork_file: str, tr: Any) -> None:
     truncated = data["truncated"]
     if truncated:
         tr.write_line(
-            f"{len(truncated)} large object(s) watched only in part: " + ", ".join(truncated[:_TOP])
+            f"{len(truncated)} object(s) past the watch budget of {_MAX_WATCHES_PER_MODULE} "
+            "per module, seen only through what holds them (changed in place, they are not "
+            "reset): " + ", ".join(truncated[:_TOP])
         )
 
 

@@ -4048,7 +4048,7 @@ def test_a_fixture_error_shows_the_fixture_not_isolator(pytester: pytest.Pyteste
 def test_a_memo_of_thousands_of_datetimes_is_learned_whole(pytester: pytest.Pytester) -> None:
     # pytz memoizes datetimes by timestamp (thousands).  A date or time value holds
     # nothing to change, but each one counted against the walk's bound when the entries
-    # were learned: past 5,000 the rest were reported as "watched only in part".
+    # were learned: past 5,000 the rest were reported as past the watch budget.
     pytester.makepyfile(
         lib="""
 import datetime
@@ -4069,7 +4069,7 @@ def test_fills_again(): assert [lib.at(i) for i in range(6000)][1][1].seconds ==
         assert kept.startswith("kept 6000 memo entries"), kept
     result = _isolated(pytester)
     result.assert_outcomes(passed=2)
-    assert "watched only in part" not in result.stdout.str()
+    assert "past the watch budget" not in result.stdout.str()
 
 
 def test_memo_entries_keyed_by_enums_sets_nested_tuples_and_types_are_known_next_run(
@@ -4295,3 +4295,25 @@ def test_sees_the_first_bases():
     )
     result = _isolated(pytester)
     result.assert_outcomes(passed=5)
+
+
+def test_a_global_after_a_huge_table_is_still_watched(pytester: pytest.Pytester) -> None:
+    # A module's watches stop at a budget (5,000 objects): a table of 6,000 lists used it
+    # up, and the list defined after the table was not watched at all -- shared between
+    # tests, with a summary line calling the table's entries "large objects".  A module's
+    # own globals are watched whatever the budget; what is past it is named as such.
+    pytester.makepyfile(
+        reg="TABLE = {i: [i] for i in range(6000)}\nSTATE = []\n",
+        test_reg="""
+import reg
+
+def test_appends():
+    reg.STATE.append(1)
+
+def test_sees_it_empty():
+    assert reg.STATE == []
+""",
+    )
+    result = _isolated(pytester)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*object(s) past the watch budget of 5000 per module*"])
