@@ -39,6 +39,26 @@ def progress(sup: str) -> tuple[list[str], int | None, bool]:
     return collected, (i if 0 <= i < len(collected) else None), over
 
 
+def failed_so_far(sup: str) -> int:
+    """The run's failed reports up to the child's end (see plugin._Progress), 0 if unknown."""
+    try:
+        with open(os.path.join(sup, "progress"), "rb") as f:
+            raw = f.read(16)
+    except OSError:
+        return 0
+    return struct.unpack("<q", raw[8:16])[0] if len(raw) == 16 else 0
+
+
+def maxfail(sup: str) -> int:
+    """The child's --maxfail (-x is 1; 0: none), as it wrote it before its first test."""
+    try:
+        data = read_json(os.path.join(sup, "part.json"))
+    except StoreError:
+        return 0
+    n = data.get("maxfail") if isinstance(data, dict) else None
+    return n if isinstance(n, int) and n > 0 else 0
+
+
 def restart_request(sup: str) -> int | None:
     """The index of the first test left for a new process, if the child asked for one."""
     try:

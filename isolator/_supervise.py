@@ -115,9 +115,7 @@ def _supervise(pytest_args: list[str], work: str, default_reset: bool) -> int:
     parts: list[str] = []
     codes: list[int] = []
     env = dict(os.environ, ISOLATOR_RUN="1")
-    stop_on_failure = any(
-        a in ("-x", "--exitfirst") or a.startswith("--maxfail") for a in pytest_args
-    )
+    failed = 0  # failed reports of the parts so far (each part carries on their count)
     for attempt in range(_MAX_RESTARTS + 1):
         sup = os.path.join(work, f"part{attempt}")
         os.makedirs(sup)
@@ -131,6 +129,8 @@ def _supervise(pytest_args: list[str], work: str, default_reset: bool) -> int:
             open(os.path.join(sup, "results.jsonl"), "w").close()
         cmd = [sys.executable, "-m", "pytest", "-p", "isolator", *args]
         cmd.append(f"--isolator-supervised={sup}")
+        if failed:
+            cmd.append(f"--isolator-failed-before={failed}")
         if done:
             resume = os.path.join(work, f"resume{attempt}.json")
             from isolator._store import write_json_atomic
@@ -164,6 +164,7 @@ def _supervise(pytest_args: list[str], work: str, default_reset: bool) -> int:
                 collected, _, _ = _parts.progress(sup)
                 done += collected[:restart]
                 codes.append(1 if _parts.read_failed(sup) else 0)
+                failed = _parts.failed_so_far(sup)
                 continue
         finished = os.path.exists(os.path.join(sup, "finished"))
         if finished:
@@ -186,23 +187,31 @@ def _supervise(pytest_args: list[str], work: str, default_reset: bool) -> int:
         done += collected[: running + 1]
         sys.stdout.flush()
         left = len(collected) - running - 1
+        failed = _parts.failed_so_far(sup) + (0 if over else 1)  # (the crash fails its test)
+        limit = _parts.maxfail(sup)
+        stop = bool(limit and failed >= limit)
+        if not left:
+            rest = "no test was left to run"
+        elif stop:
+            rest = f"--maxfail={limit} is reached: the remaining {left} test(s) do not run"
+        else:
+            rest = f"the remaining {left} test(s) continue in a new process"
         if over:
             # Between two tests (a plugin's reporting hook, say): no test to blame; the
             # run still fails, as pytest's own run would have (an internal error).
             between.append((nodeid, how))
             codes.append(3)
             sys.stderr.write(
-                f"\nisolator: the test process died after {nodeid} was over ({how}); "
-                f"the remaining {left} test(s) continue in a new process\n"
+                f"\nisolator: the test process died after {nodeid} was over ({how}); {rest}\n"
             )
         else:
             crashed.append((nodeid, how))
             codes.append(1)
             sys.stderr.write(
-                f"\nisolator: {nodeid} crashed the test process ({how}); it counts as failed "
-                f"and the remaining {left} test(s) continue in a new process\n"
+                f"\nisolator: {nodeid} crashed the test process ({how}); it counts as failed; "
+                f"{rest}\n"
             )
-        if stop_on_failure or running + 1 >= len(collected):
+        if stop or not left:
             break
     else:
         sys.stderr.write(f"isolator: giving up after {_MAX_RESTARTS} crashed processes\n")

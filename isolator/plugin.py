@@ -7,6 +7,7 @@ Hooks stay thin; the session's state lives in :class:`IsolatorPlugin`, registere
 from __future__ import annotations
 
 import argparse
+import collections
 import functools
 import gc
 import importlib
@@ -95,6 +96,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="always run this test in a forked child (repeatable).",
     )
     group.addoption("--isolator-supervised", dest="isolator_supervised", help=argparse.SUPPRESS)
+    # Failures of the parts of an `isolator run` before this one (for --maxfail).
+    group.addoption(
+        "--isolator-failed-before", dest="isolator_failed_before", type=int, default=0,
+        help=argparse.SUPPRESS,
+    )  # fmt: skip
     group.addoption("--isolator-resume", dest="isolator_resume", help=argparse.SUPPRESS)
 
 
@@ -186,17 +192,32 @@ class IsolatorPlugin:
         resume = config.getoption("isolator_resume")
         if resume:
             try:
-                done = set(read_json(resume))
-            except StoreError as exc:
+                done = collections.Counter(map(str, read_json(resume)))
+            except (StoreError, TypeError) as exc:
                 raise pytest.UsageError(f"isolator: {exc}") from None
-            items[:] = [it for it in items if it.nodeid not in done]
+            # As many of each id as ran before (pytest allows a repeated id: the same file
+            # given twice with --keep-duplicates, a custom collector's items).
+            left = []
+            for it in items:
+                if done[it.nodeid] > 0:
+                    done[it.nodeid] -= 1
+                else:
+                    left.append(it)
+            items[:] = left
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         sup = self._supervised()
         if sup:
             _handoff(os.path.join(sup, "collected.json"), [i.nodeid for i in session.items])
+            _handoff(
+                os.path.join(sup, "part.json"), {"maxfail": session.config.getoption("maxfail")}
+            )
             self._progress = _Progress(os.path.join(sup, "progress"))
+            # The earlier parts' failures count towards --maxfail, as in one process.
+            before = session.config.getoption("isolator_failed_before") or 0
+            self._progress.set_failed(before)
+            self.config.pluginmanager.register(_FailureCounter(self._progress, session, before))
             results = os.path.join(sup, "results.jsonl")
             if os.path.exists(results):
                 # The supervisor wants every report kept (to rebuild a crashed part's JUnit
@@ -716,14 +737,41 @@ class _Progress:
 
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            os.write(fd, struct.pack("<q", -1))
-            self._map = mmap.mmap(fd, 8)
+            os.write(fd, struct.pack("<qq", -1, 0))
+            self._map = mmap.mmap(fd, 16)
         finally:
             os.close(fd)
         self._pack = struct.Struct("<q").pack_into
 
     def set(self, index: int) -> None:
         self._pack(self._map, 0, index)
+
+    def set_failed(self, n: int) -> None:
+        """The run's failed reports so far, this part's and the earlier parts' (bytes 8-15)."""
+        self._pack(self._map, 8, n)
+
+
+class _FailureCounter:
+    """Counts failed reports as pytest's session does (for --maxfail), into the progress
+    file: after a crash the supervisor knows how many failed before it.  The earlier
+    parts' failures join the session's count when the first test starts (before, pytest
+    would take them for collection errors)."""
+
+    def __init__(self, progress: _Progress, session: pytest.Session, before: int):
+        self.progress = progress
+        self.session: pytest.Session | None = session
+        self.failed = before
+
+    def pytest_runtest_logstart(self) -> None:
+        session = self.session
+        if session is not None:
+            self.session = None
+            session.testsfailed += self.failed
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.failed and not hasattr(report, "wasxfail"):
+            self.failed += 1
+            self.progress.set_failed(self.failed)
 
 
 class _ResultsWriter:

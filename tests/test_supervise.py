@@ -444,3 +444,89 @@ def test_a_usage_error_names_isolator_run_and_exits_as_pytest_does(
     assert run.returncode == plain.returncode == 4
     assert "isolator run: error: unrecognized arguments: --no-such-option" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+LEAKS_BETWEEN_FAILURES = """
+import threading, time
+
+def test_a():
+    assert False
+
+def test_b_leaves_a_thread():
+    threading.Thread(target=time.sleep, args=(2,), daemon=True).start()
+
+def test_c():
+    assert False
+
+def test_d():
+    assert False
+"""
+
+CRASHES_BETWEEN_FAILURES = """
+import os
+
+def test_a():
+    assert False
+
+def test_b_crashes():
+    os._exit(3)
+
+def test_c():
+    assert False
+
+def test_d():
+    assert False
+
+def test_e():
+    pass
+"""
+
+
+def _ran(run: subprocess.CompletedProcess[str], names: list[str]) -> list[str]:
+    """The tests of ``names`` that ran to an outcome (-v lines)."""
+    return [n for n in names if f"::{n} PASSED" in run.stdout or f"::{n} FAILED" in run.stdout]
+
+
+def test_maxfail_counts_the_failures_of_every_process(pytester: pytest.Pytester) -> None:
+    # The process after a restart started counting failures from 0 (test_d ran past
+    # --maxfail=2), and after a crash any --maxfail stopped the run as -x does, right
+    # after saying that the remaining tests continue.
+    pytester.makepyfile(test_leaks=LEAKS_BETWEEN_FAILURES, test_crash=CRASHES_BETWEEN_FAILURES)
+    names = ["test_a", "test_b_leaves_a_thread", "test_b_crashes", "test_c", "test_d", "test_e"]
+    leaks = _run(pytester.path, "isolator", "run", "-v", "--maxfail=2", "test_leaks.py")
+    assert leaks.returncode == 1, leaks.stdout + leaks.stderr
+    assert _ran(leaks, names) == ["test_a", "test_b_leaves_a_thread", "test_c"], leaks.stdout
+    crash = _run(pytester.path, "isolator", "run", "-v", "--maxfail=3", "test_crash.py")
+    assert crash.returncode == 1, crash.stdout + crash.stderr
+    # a fails, b crashes (2), c fails (3): the limit, as in one process.
+    assert _ran(crash, names) == ["test_a", "test_c"], crash.stdout
+    assert "the remaining 3 test(s) continue in a new process" in crash.stderr
+    stops = _run(pytester.path, "isolator", "run", "-v", "--maxfail=2", "test_crash.py")
+    assert _ran(stops, names) == ["test_a"], stops.stdout
+    assert "--maxfail=2 is reached: the remaining 3 test(s) do not run" in stops.stderr
+
+
+def test_a_repeated_node_id_runs_as_often_after_a_new_process(pytester: pytest.Pytester) -> None:
+    # The tests left for the new process were those whose node id had not run: a file
+    # given twice with --keep-duplicates lost its second copy's tests after a crash.
+    pytester.makepyfile(
+        test_twice="""
+import os
+
+def test_one():
+    pass
+
+def test_crashes_once():
+    if os.environ.get("ISOLATOR_PART") == "0":  # (the first process of `isolator run`)
+        os._exit(3)
+
+def test_three():
+    pass
+"""
+    )
+    run = _run(pytester.path, "isolator", "run", "--keep-duplicates", "test_twice.py",
+               "test_twice.py")  # fmt: skip
+    # The crash fails the first copy's second test; the other four run (two before).
+    assert "4 passed" in run.stdout, run.stdout + run.stderr
+    assert "the remaining 4 test(s) continue in a new process" in run.stderr
+    assert "crashed the test process" in run.stderr
