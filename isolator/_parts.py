@@ -59,6 +59,16 @@ def maxfail(sup: str) -> int:
     return n if isinstance(n, int) and n > 0 else 0
 
 
+def junit_target(sup: str) -> str | None:
+    """The JUnit XML path the child found in its configuration (ini ``addopts``,
+    ``PYTEST_ADDOPTS``) and wrote to a part file instead (see plugin.pytest_configure)."""
+    try:
+        target = read_json(os.path.join(sup, "junit_target.json"))
+    except StoreError:
+        return None
+    return target if isinstance(target, str) and target else None
+
+
 def restart_request(sup: str) -> int | None:
     """The index of the first test left for a new process, if the child asked for one."""
     try:
@@ -158,6 +168,13 @@ def merge_junit(parts: list[str], target: str, crashed: list[tuple[str, str]]) -
         ).text = f"isolator: {nodeid} crashed the test process ({how})"
     cases = merged.findall("testcase")
     merged.set("tests", str(len(cases)))
+    total = 0.0
+    for suite in suites:
+        try:
+            total += float(suite.get("time", "0"))
+        except ValueError:
+            pass
+    merged.set("time", f"{total:.3f}")  # every part's, not the first one's
     for kind, attr in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
         merged.set(attr, str(sum(1 for c in cases if c.find(kind) is not None)))
     root = ET.Element("testsuites")

@@ -109,6 +109,10 @@ def _remove(work: str) -> None:
 
 def _supervise(pytest_args: list[str], work: str, default_reset: bool) -> int:
     junit, _, _ = _junit_target(pytest_args)
+    # --junitxml from the configuration (ini addopts), which the child tells of, and the
+    # parts written for it.
+    ini_junit: str | None = None
+    ini_parts: list[str] = []
     done: list[str] = []
     crashed: list[tuple[str, str]] = []
     between: list[tuple[str, str]] = []  # died after this test was over
@@ -129,6 +133,9 @@ def _supervise(pytest_args: list[str], work: str, default_reset: bool) -> int:
             open(os.path.join(sup, "results.jsonl"), "w").close()
         cmd = [sys.executable, "-m", "pytest", "-p", "isolator", *args]
         cmd.append(f"--isolator-supervised={sup}")
+        if junit is None:
+            ini_parts.append(os.path.join(work, f"junit{attempt}.xml"))
+            cmd.append(f"--isolator-junit-part={ini_parts[-1]}")
         if failed:
             cmd.append(f"--isolator-failed-before={failed}")
         if done:
@@ -154,6 +161,10 @@ def _supervise(pytest_args: list[str], work: str, default_reset: bool) -> int:
             return 130 if status in (0, 2) else status
         # (What reads the child's files is imported only when needed: a finished run
         # needs none of it, and imports made while the child runs slow it down.)
+        if ini_junit is None and os.path.exists(os.path.join(sup, "junit_target.json")):
+            from isolator import _parts
+
+            ini_junit = _parts.junit_target(sup)
         if os.path.exists(os.path.join(sup, RESTART_FILE)):
             from isolator import _parts
 
@@ -181,9 +192,10 @@ def _supervise(pytest_args: list[str], work: str, default_reset: bool) -> int:
         from isolator._status import describe_status
 
         how = describe_status(_as_wait_status(status))
-        if junit is not None:
+        if junit is not None or ini_junit is not None:
             # The crashed part wrote no XML: rebuild it from the results it streamed.
-            _parts.junit_from_results(os.path.join(sup, "results.jsonl"), parts[-1])
+            part = parts[-1] if junit is not None else ini_parts[-1]
+            _parts.junit_from_results(os.path.join(sup, "results.jsonl"), part)
         done += collected[: running + 1]
         sys.stdout.flush()
         left = len(collected) - running - 1
@@ -215,6 +227,8 @@ def _supervise(pytest_args: list[str], work: str, default_reset: bool) -> int:
             break
     else:
         sys.stderr.write(f"isolator: giving up after {_MAX_RESTARTS} crashed processes\n")
+    if junit is None and ini_junit is not None:
+        junit, parts = ini_junit, ini_parts
     if junit is not None:
         from isolator import _parts
 

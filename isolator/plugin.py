@@ -96,6 +96,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="always run this test in a forked child (repeatable).",
     )
     group.addoption("--isolator-supervised", dest="isolator_supervised", help=argparse.SUPPRESS)
+    # Where a child of `isolator run` writes JUnit XML asked for by its configuration.
+    group.addoption("--isolator-junit-part", dest="isolator_junit_part", help=argparse.SUPPRESS)
     # Failures of the parts of an `isolator run` before this one (for --maxfail).
     group.addoption(
         "--isolator-failed-before", dest="isolator_failed_before", type=int, default=0,
@@ -120,6 +122,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "isolator_fork: always run this test in a forked child process"
     )
+    _junit_to_part(config)
     try:
         settings = _config.load(config.rootpath)
     except _config.ConfigError as exc:
@@ -135,6 +138,24 @@ def pytest_configure(config: pytest.Config) -> None:
         importlib.import_module("isolator.resetter")
     core = IsolatorPlugin(config, mode, settings)
     config.pluginmanager.register(core, "isolator-core")
+
+
+def _junit_to_part(config: pytest.Config) -> None:
+    """Under ``isolator run``, JUnit XML that the configuration asks for (``addopts``; one
+    given on the command line the supervisor has replaced already) goes to this part's
+    file, and its path to the supervisor, which merges the parts there: each process of
+    the run would otherwise replace the file with its own tests.  (Before pytest's junitxml
+    plugin reads the option: plugins loaded from entry points configure first.)"""
+    part = config.getoption("isolator_junit_part", None)
+    sup = config.getoption("isolator_supervised", None)
+    xml = getattr(config.option, "xmlpath", None)
+    if not (part and sup and xml) or hasattr(config, "workerinput"):
+        return
+    target = os.path.abspath(os.path.expanduser(os.path.expandvars(xml)))
+    _handoff(os.path.join(sup, "junit_target.json"), target)
+    config.option.xmlpath = part
+    # Every report streamed: a crashed part's XML is rebuilt from them.
+    open(os.path.join(sup, "results.jsonl"), "a").close()
 
 
 class IsolatorPlugin:

@@ -530,3 +530,38 @@ def test_three():
     assert "4 passed" in run.stdout, run.stdout + run.stderr
     assert "the remaining 4 test(s) continue in a new process" in run.stderr
     assert "crashed the test process" in run.stderr
+
+
+def test_junit_xml_asked_for_in_the_configuration_covers_every_process(
+    pytester: pytest.Pytester,
+) -> None:
+    # The supervisor only knew of --junitxml on the command line: with it in addopts,
+    # each process of the run wrote the same file, and the last one's tests were all it
+    # held (1 of 3 after a restart); a crashed test had no entry either.
+    pytester.makeini("[pytest]\naddopts = --junitxml=reports/out.xml\n")
+    pytester.makepyfile(
+        test_parts="""
+import os, threading, time
+
+def test_leaves_a_thread():
+    threading.Thread(target=time.sleep, args=(2,), daemon=True).start()
+
+def test_crashes():
+    if os.environ.get("ISOLATOR_PART") == "1":
+        os._exit(3)
+
+def test_last():
+    pass
+"""
+    )
+    run = _run(pytester.path, "isolator", "run")
+    assert run.returncode == 1, run.stdout + run.stderr
+    cases = {
+        c.get("name"): [child.tag for child in c]
+        for c in ET.parse(pytester.path / "reports" / "out.xml").getroot().iter("testcase")
+    }
+    assert cases == {
+        "test_leaves_a_thread": [],
+        "test_crashes": ["failure"],
+        "test_last": [],
+    }, cases
