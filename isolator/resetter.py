@@ -104,6 +104,8 @@ _IMPURE_NAMES: Final = frozenset(
     }
 )  # fmt: skip
 _PURE_DEPTH: Final = 3
+# Names of the environment's variables (see Resetter._reads_env).
+_ENV_NAMES: Final = frozenset({"environ", "getenv", "environb", "getenvb"})
 
 
 def _always() -> bool:
@@ -1746,7 +1748,7 @@ class Resetter:
                     return False
                 if in_test and code.qualname.rpartition(".")[2].startswith("test"):
                     return False
-                if self._effects(mod, code):
+                if self._effects(mod, code) or (not in_test and self._reads_env(mod, code)):
                     return False
                 seen_writer = seen_writer or not in_test
         return seen_writer or not need_writer
@@ -1888,6 +1890,17 @@ class Resetter:
             return False
         calls = self._effect_calls.get(getattr(mod, "__file__", None) or "")
         return True if calls is None else calls.get(key, True)
+
+    def _reads_env(self, mod: object, code: Any) -> bool:
+        """Whether a function that fills a memo candidate reads environment variables
+        itself (``os.environ``, ``getenv``): its entries depend on what tests set with
+        ``monkeypatch.setenv``, which no reset of the memo sees.  True when the source
+        cannot be compiled."""
+        names = self._code_names(mod)
+        if names is None:
+            return True
+        used = names.get((code.firstlineno, code.qualname.rpartition(".")[2]))
+        return used is None or not _ENV_NAMES.isdisjoint(used)
 
     def _kept_together(self, site: str, beside: list[str]) -> bool:
         """Whether code of ``site``'s module that writes ``site`` also writes one of the

@@ -4317,3 +4317,36 @@ def test_sees_it_empty():
     result = _isolated(pytester)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*object(s) past the watch budget of 5000 per module*"])
+
+
+def test_a_memo_filled_from_the_environment_is_not_learned(pytester: pytest.Pytester) -> None:
+    # Two tests computing the same entry made it a learned memo entry, kept for a later
+    # test that sets the environment variable the entry is computed from.
+    pytester.makepyfile(
+        settings="""
+import os
+_CACHE = {}
+
+def setting(name):
+    if name not in _CACHE:
+        _CACHE[name] = os.environ.get("APP_" + name.upper(), "default")
+    return _CACHE[name]
+""",
+        test_settings="""
+import settings
+
+def test_a():
+    assert settings.setting("mode") == "default"
+
+def test_b():
+    assert settings.setting("mode") == "default"
+
+def test_c(monkeypatch):
+    monkeypatch.setenv("APP_MODE", "debug")
+    assert settings.setting("mode") == "debug"
+""",
+    )
+    for _ in range(2):  # (and with the verdicts the first run stored)
+        result = _isolated(pytester)
+        result.assert_outcomes(passed=3)
+        assert not [line for line in result.outlines if line.startswith("kept ")]
