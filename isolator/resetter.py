@@ -18,6 +18,7 @@ import fnmatch
 import functools
 import gc
 import itertools
+import operator
 import os
 import re
 import sys
@@ -612,6 +613,14 @@ class Resetter:
         self.threads = set(threading.enumerate())
         self.thread_count = _thread._count()
         self.children = live_children() or {}
+        # typing's memo caches of generic aliases (see _check_typing_caches).
+        typing_mod = sys.modules.get("typing")
+        self._typing_caches = [
+            f.__self__
+            for f in getattr(typing_mod, "_cleanups", ())
+            if hasattr(getattr(f, "__self__", None), "cache_info")
+        ]
+        self._typing_sizes = self._typing_cache_sizes()
         self.started = False
         # Only now: every audited event of the process calls the hook, and the walk above
         # raises thousands (each id() call does), none of them a test's.
@@ -953,6 +962,8 @@ class Resetter:
             files.settle()
         if threads_moved:
             self._check_threads(out, leaked)
+        if self._typing_caches:
+            self._check_typing_caches(out)
         if files.spawned:
             files.spawned = False
             self._check_children(out)
@@ -963,6 +974,24 @@ class Resetter:
                 self._reset_counts.update(resets)  # counted in C
                 resets.clear()
         return out
+
+    def _typing_cache_sizes(self) -> list[int]:
+        return [f.cache_info().currsize for f in self._typing_caches]
+
+    def _check_typing_caches(self, out: Outcome) -> None:
+        """typing memoizes generic aliases (``Box[int]``), and libraries store attributes
+        on them (attrs' ``__attrs_attrs__``): an alias a test made would come back to a
+        later test as that library left it, where a fresh process makes a new one.  After
+        a test that added aliases the caches are emptied, as CPython's own test runner
+        does between tests; the aliases are made again when next asked for."""
+        sizes = self._typing_cache_sizes()
+        if any(map(operator.gt, sizes, self._typing_sizes)):
+            for f in self._typing_caches:
+                f.cache_clear()
+            out.writes.append("<typing caches>")
+            out.reset.append("<typing caches>")
+            sizes = self._typing_cache_sizes()
+        self._typing_sizes = sizes
 
     def _reset_codes(self, out: Outcome) -> None:
         """Put back the code of project functions that had theirs replaced (read only

@@ -4350,3 +4350,40 @@ def test_c(monkeypatch):
         result = _isolated(pytester)
         result.assert_outcomes(passed=3)
         assert not [line for line in result.outlines if line.startswith("kept ")]
+
+
+def test_a_generic_alias_a_library_annotated_is_made_anew_for_the_next_test(
+    pytester: pytest.Pytester,
+) -> None:
+    # attrs.fields() stores __attrs_attrs__ on the alias typing memoizes (Box[int]): the
+    # next test got that alias back, annotated, where a fresh process makes a new one
+    # (cattrs' test_generics failed in reverse order).  typing's caches are emptied
+    # after a test that added aliases, as CPython's test runner does.
+    pytester.makepyfile(
+        generic_mod="""
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+class Box(Generic[T]):
+    pass
+
+def fields_of(tp):
+    cached = getattr(tp, "__fields_cache__", None)
+    if cached is None:
+        cached = tp.__fields_cache__ = ("resolved",)
+    return cached
+""",
+        test_alias="""
+from generic_mod import Box, fields_of
+
+def test_fill():
+    assert fields_of(Box[int]) == ("resolved",)
+
+def test_alias_is_fresh():
+    assert not hasattr(Box[int], "__fields_cache__")
+    assert Box[int] is Box[int]  # (memoized within the test, as always)
+""",
+    )
+    result = _isolated(pytester)
+    result.assert_outcomes(passed=2)
