@@ -629,7 +629,9 @@ _ITIMERS: Final = tuple(
     if hasattr(signal, n)
 )
 _getitimer = getattr(signal, "getitimer", None)
-_sigmask = getattr(signal, "pthread_sigmask", None)
+_SIG_BLOCK: Final = getattr(signal, "SIG_BLOCK", 0)
+# (The C function: signal's wrapper makes an enum member of each blocked signal.)
+_sigmask = getattr(_signal, "pthread_sigmask", None)
 
 
 def _armed() -> tuple[bool, ...]:
@@ -644,7 +646,7 @@ def _blocked() -> frozenset[int] | None:
     """The signals the main thread blocks (None: elsewhere, or not on this platform)."""
     if _sigmask is None or _get_ident() != _MAIN_IDENT:
         return None
-    return frozenset(_sigmask(signal.SIG_BLOCK, ()))
+    return frozenset(_sigmask(_SIG_BLOCK, ()))
 
 
 def _limits() -> tuple[tuple[int, int], ...]:
@@ -755,7 +757,7 @@ def _interp_put(snap: Any, sites: list[str]) -> None:
      agen_hooks, origin_depth, warnoptions, level_names, blocked, limits,
      tracing) = snap  # fmt: skip
     if "<signal>:<blocked>" in sites and blocked is not None and _sigmask is not None:
-        _sigmask(signal.SIG_SETMASK, blocked)
+        _sigmask(signal.SIG_SETMASK, blocked)  # (ints: the C function takes them)
     if "<resource limits>" in sites:
         for res, old, now in zip(_RLIMITS, limits, _limits()):
             if old != now:

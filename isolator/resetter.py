@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 import types
+import weakref
 from collections import Counter
 from collections.abc import Callable
 from typing import Any, Final
@@ -105,6 +106,11 @@ _IMPURE_NAMES: Final = frozenset(
     }
 )  # fmt: skip
 _PURE_DEPTH: Final = 3
+# typing's memoized functions that make aliases of user generic classes (``Box[int]``,
+# ``Pair[T, int][str]``): 3.10-3.11, then 3.12+.
+_ALIAS_CACHES: Final = frozenset(
+    {"Generic.__class_getitem__", "_generic_class_getitem", "_GenericAlias.__getitem__"}
+)
 # Names of the environment's variables (see Resetter._reads_env).
 _ENV_NAMES: Final = frozenset({"environ", "getenv", "environb", "getenvb"})
 
@@ -619,8 +625,12 @@ class Resetter:
             f.__self__
             for f in getattr(typing_mod, "_cleanups", ())
             if hasattr(getattr(f, "__self__", None), "cache_info")
+            and getattr(getattr(f.__self__, "__wrapped__", None), "__qualname__", "")
+            in _ALIAS_CACHES
         ]
         self._typing_sizes = self._typing_cache_sizes()
+        # class -> its number of subclasses after its bases were last put back
+        self._subclass_counts: weakref.WeakKeyDictionary[type, int] = weakref.WeakKeyDictionary()
         self.started = False
         # Only now: every audited event of the process calls the hook, and the walk above
         # raises thousands (each id() call does), none of them a test's.
@@ -911,13 +921,18 @@ class Resetter:
         if log.entries:
             sites = log.dirty_sites()
             out.writes += sites
-            if any(name == "__bases__" for _, name, _ in log.entries):
+            rebased = [
+                m for m, name, _ in log.entries if name == "__bases__" and isinstance(m, type)
+            ]
+            if rebased and self._subclasses_grew(rebased):
                 # Putting bases back computes the MRO of every subclass again, those of
-                # modules unloaded just now too, until the collector frees them (the
-                # classes of tkinter.tix, executed again by each test that imports it):
-                # without a collection first, each test pays for all earlier ones.
+                # modules unloaded since too, until the collector frees them (the classes
+                # of tkinter.tix, executed again by each test that imports it): without a
+                # collection, each test would pay for all earlier ones.
                 gc.collect()
             refused = log.undo(set(kept))
+            for cls in rebased:
+                self._subclass_counts[cls] = len(type.__subclasses__(cls))
             if refused:
                 # Reported once: what was left joins the baseline of later tests.
                 out.unrestorable += refused
@@ -974,6 +989,12 @@ class Resetter:
                 self._reset_counts.update(resets)  # counted in C
                 resets.clear()
         return out
+
+    def _subclasses_grew(self, classes: list[type]) -> bool:
+        """Whether a class whose bases a test assigned has more subclasses than after its
+        last reset (another copy of a module executed again: a collection frees the old)."""
+        counts = self._subclass_counts
+        return any(len(type.__subclasses__(cls)) > counts.get(cls, 1 << 30) for cls in classes)
 
     def _typing_cache_sizes(self) -> list[int]:
         return [f.cache_info().currsize for f in self._typing_caches]
