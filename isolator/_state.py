@@ -1499,7 +1499,25 @@ _OBJECT_CLASS: Final[Any] = object.__dict__["__class__"]
 _OBJECT_GET: Final = object.__getattribute__
 
 
-class _SlotView:
+class _Compared:
+    """A live view that compares as the tuple its ``values()`` give (a watch of kind
+    _SLOTS or _VIEW)."""
+
+    __slots__ = ()
+
+    def values(self) -> tuple[object, ...]:
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        return self.values() == other
+
+    def __ne__(self, other: object) -> bool:
+        return self.values() != other
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class _SlotView(_Compared):
     """A live view of an object's slot values; compares by tuple of values (``_EMPTY``
     for an unset slot)."""
 
@@ -1516,14 +1534,6 @@ class _SlotView:
             return tuple(map(_OBJECT_GET, itertools.repeat(self.obj), self.names))
         except AttributeError:
             return tuple(_slot_value(self.obj, n) for n in self.names)
-
-    def __eq__(self, other: object) -> bool:
-        return self.values() == other
-
-    def __ne__(self, other: object) -> bool:
-        return self.values() != other
-
-    __hash__ = None  # type: ignore[assignment]
 
     def restore(self, snap: tuple[object, ...]) -> None:
         # Through the slot descriptors, as object's own setattr: a class's __setattr__
@@ -1564,7 +1574,7 @@ def _is_random(cls: type) -> bool:
     return rnd is not None and cls is getattr(rnd, "Random", None)
 
 
-class _RandomView:
+class _RandomView(_Compared):
     """A ``random.Random``'s state (``getstate()``), compared by value, put back with
     ``setstate()``: a module-level generator a test draws from."""
 
@@ -1575,14 +1585,6 @@ class _RandomView:
 
     def values(self) -> tuple[object, ...]:
         return (self.rng.getstate(),)
-
-    def __eq__(self, other: object) -> bool:
-        return self.values() == other
-
-    def __ne__(self, other: object) -> bool:
-        return self.values() != other
-
-    __hash__ = None  # type: ignore[assignment]
 
     def restore(self, snap: tuple[object, ...]) -> None:
         if self.values() != snap:

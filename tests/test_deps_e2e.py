@@ -19,6 +19,7 @@ from typing import Any
 
 import _orders
 import pytest
+import test_deps_plans
 
 ROOT = Path(__file__).resolve().parents[1]
 STATEKINDS = ROOT / "tests" / "data" / "statekinds"
@@ -311,27 +312,9 @@ def test_setters_through_a_submodule_chain_and_doctest_namespace(tmp_path: Path)
 
 
 LATE_CLASS = {
-    "mod.py": """
-        FLAGS = []
-    """,
-    "tests/test_late.py": """
-        import mod
-
-        class TestA:
-            def test_sets(self):
-                mod.FLAGS.append("on")
-
-        class TestB:
-            @classmethod
-            def setup_class(cls):
-                cls.ready = True
-
-            def test_reads(self):
-                assert self.ready
-
-            def test_needs(self):
-                assert mod.FLAGS == ["on"]
-    """,
+    "mod.py": "FLAGS = []\n",
+    # (The plan runner's own test runs the same file: tests/test_deps_plans.py.)
+    "tests/test_late.py": test_deps_plans.MODULE_STATE,
 }
 
 
