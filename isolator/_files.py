@@ -18,6 +18,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
+from isolator._process import limits_written as _limits_written
+
 T = TypeVar("T")
 _dumps = json.dumps  # our own reference: a test may monkeypatch json
 JOURNAL: Final = "journal.jsonl"
@@ -43,8 +45,15 @@ _PATH_EVENTS: Final = {
 _SPAWN_EVENTS: Final = frozenset({"subprocess.Popen", "os.fork", "os.forkpty", "os.posix_spawn"})
 # Processes run to their end (no child left behind), which may have written files.
 _RUN_EVENTS: Final = frozenset({"os.system", "os.spawn"})
+# Resource limits changed (the process probe reads them only after one: see
+# _process.limits_written).
+_LIMIT_EVENTS: Final = frozenset({"resource.setrlimit", "resource.prlimit"})
 _EVENTS: Final = (
-    frozenset(_PATH_EVENTS) | {"open", "object.__setattr__"} | _SPAWN_EVENTS | _RUN_EVENTS
+    frozenset(_PATH_EVENTS)
+    | {"open", "object.__setattr__"}
+    | _SPAWN_EVENTS
+    | _RUN_EVENTS
+    | _LIMIT_EVENTS
 )
 # Rebinding a function's defaults is audited: the resetter skips reading every function's
 # defaults after a test in which no such event happened (each read is an audit event too).
@@ -171,6 +180,9 @@ class FileGuard:
             self.writes += 1
             if self.active and not self._busy:
                 self._before_write(path, event)
+            return
+        if event in _LIMIT_EVENTS:
+            _limits_written()
             return
         self.writes += 1
         if not self.active or self._busy or event in _RUN_EVENTS:

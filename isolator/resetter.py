@@ -39,6 +39,7 @@ from isolator._process import (
     Probe,
     default_probes,
     fast_check,
+    limits_settled,
     live_children,
 )
 from isolator._reach import Reach, Scope, imports_of
@@ -901,6 +902,7 @@ class Resetter:
                     out.reset += sites
                 elif force:
                     probe.put(snap, [])
+        limits_settled()  # (as in the baseline now, or reported and taken as it)
         added, replaced, deleted = self.modules.full_diff() if force else self.modules.diff()
         kept: list[str] = []
         if added or replaced or deleted:
