@@ -704,8 +704,7 @@ class StateTable:
         if (
             cls is not types.SimpleNamespace
             and not _is_project(getattr(cls, "__module__", None), prefixes)
-            and (getattr(cls, "__module__", None), getattr(cls, "__qualname__", None))
-            not in _PLAIN_DATA_CLASSES
+            and not _plain_data(cls)
         ):
             # Instances of library classes (loggers, sessions, compiled objects) are the
             # library's state; following them would watch half the interpreter.
@@ -731,9 +730,13 @@ class StateTable:
                 # use), a list mutated in place is not, as compared lists cost a pass
                 # over their items after every test.
                 return
+            # A standard-library wrapper's own container (a ChainMap's maps, a UserDict's
+            # data) is no level of the project's structure: what it holds is walked as
+            # if the wrapper were that container (glom's registry, in its default scope).
+            inner = depth if _plain_data(cls) else depth + 1
             for k, v in list(idict.items()):
                 if type(v) not in _IMMUTABLE_EXACT and not isinstance(v, _IMMUTABLE):
-                    self._walk(f"{site}.{k}", v, modname, prefixes, depth + 1, budget)
+                    self._walk(f"{site}.{k}", v, modname, prefixes, inner, budget)
             slots = _slot_names(cls)
             if slots:  # (slots beside a __dict__: a slotted base class)
                 self._watch_slots(site, value, slots, modname, prefixes, depth, budget)
@@ -1566,6 +1569,12 @@ _PLAIN_DATA_CLASSES: Final = frozenset(
         ("queue", "PriorityQueue"),
     }
 )
+
+
+def _plain_data(cls: type) -> bool:
+    """Whether ``cls`` is one of the :data:`_PLAIN_DATA_CLASSES`."""
+    key = (getattr(cls, "__module__", None), getattr(cls, "__qualname__", None))
+    return key in _PLAIN_DATA_CLASSES
 
 
 def _is_random(cls: type) -> bool:

@@ -120,7 +120,10 @@ class Slotted:
     handlers: list
     options: dict
 SLOTTED = Slotted([], {})
-SCOPE = collections.ChainMap({})
+class Registry:
+    def __init__(self):
+        self.ops = {}
+SCOPE = collections.ChainMap({Registry: Registry()})  # glom's default scope
 USER_DICT = collections.UserDict()
 RNG = random.Random(7)
 FIRST_DRAW = random.Random(7).random()
@@ -206,6 +209,10 @@ PAIRS = {
     "slots_list": ("pkg.SLOTTED.handlers.append(1)", "assert pkg.SLOTTED.handlers == []"),
     "slots_dict": ("pkg.SLOTTED.options['x'] = 1", "assert pkg.SLOTTED.options == {}"),
     "chain_map": ("pkg.SCOPE['x'] = 1", "assert 'x' not in pkg.SCOPE"),
+    "chain_map_registry": (
+        "pkg.SCOPE[pkg.Registry].ops['x'] = 1",
+        "assert pkg.SCOPE[pkg.Registry].ops == {}",
+    ),
     "user_dict": ("pkg.USER_DICT['x'] = 1", "assert 'x' not in pkg.USER_DICT"),
     "random_instance": ("pkg.RNG.random()", "assert pkg.RNG.random() == pkg.FIRST_DRAW"),
     "event": ("pkg.EVENT.set()", "assert not pkg.EVENT.is_set()"),
