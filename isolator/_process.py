@@ -662,10 +662,6 @@ def limits_written() -> None:
     _LIMITS_WRITTEN[0] = True
 
 
-def _limits_same(limits: tuple[tuple[int, int], ...]) -> bool:
-    return _limits() == limits
-
-
 def limits_settled() -> None:
     """The check after a test found or put the limits back as in the baseline: they are
     not read again until a test changes one."""
@@ -757,7 +753,7 @@ def _interp_same(snap: Any) -> bool:
         and _name_levels == levels
         and (_monitoring is None or _tools() == tools)
         and _blocked() == blocked
-        and (not _LIMITS_WRITTEN[0] or _limits_same(limits))
+        and (not _LIMITS_WRITTEN[0] or _limits() == limits)
         and _tracing() == tracing
     )
 
@@ -788,10 +784,8 @@ def _interp_put(snap: Any, sites: list[str]) -> None:
                     )
     if "<tracemalloc>" in sites:
         on, frames = tracing
-        if not on:
-            _tracemalloc.stop()
-        else:
-            _tracemalloc.stop()
+        _tracemalloc.stop()
+        if on:
             _tracemalloc.start(frames)
     if "<gc>" in sites:
         (gc.enable if enabled else gc.disable)()

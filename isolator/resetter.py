@@ -1931,27 +1931,29 @@ class Resetter:
         registers something (a "warn once" registry: an entry kept would silence the
         warning a later test expects).  By the names its compiled code uses; True when
         the source cannot be compiled."""
-        names = self._code_names(mod)
-        if names is None:
-            return True
-        key = (code.firstlineno, code.qualname.rpartition(".")[2])
-        used = names.get(key)
+        used = self._names_used(mod, code)
         if used is None:
             return True
         if _EFFECT_NAMES.isdisjoint(used):
             return False
         calls = self._effect_calls.get(getattr(mod, "__file__", None) or "")
+        key = (code.firstlineno, code.qualname.rpartition(".")[2])
         return True if calls is None else calls.get(key, True)
+
+    def _names_used(self, mod: object, code: Any) -> Any:
+        """The names the compiled code of function ``code`` (of the static pass) uses;
+        None when the module's source cannot be compiled or the function is not found."""
+        names = self._code_names(mod)
+        if names is None:
+            return None
+        return names.get((code.firstlineno, code.qualname.rpartition(".")[2]))
 
     def _reads_env(self, mod: object, code: Any) -> bool:
         """Whether a function that fills a memo candidate reads environment variables
         itself (``os.environ``, ``getenv``): its entries depend on what tests set with
         ``monkeypatch.setenv``, which no reset of the memo sees.  True when the source
         cannot be compiled."""
-        names = self._code_names(mod)
-        if names is None:
-            return True
-        used = names.get((code.firstlineno, code.qualname.rpartition(".")[2]))
+        used = self._names_used(mod, code)
         return used is None or not _ENV_NAMES.isdisjoint(used)
 
     def _kept_together(self, site: str, beside: list[str]) -> bool:
