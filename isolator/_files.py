@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import sys
+import time
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
@@ -61,6 +62,21 @@ _DEFAULTS_NAMES: Final = frozenset({"__defaults__", "__kwdefaults__"})
 # Events that can destroy a directory's contents: only these copy a tree aside.
 _TREE_EVENTS: Final = frozenset({"os.rmdir", "os.rename", "shutil.rmtree", "shutil.move"})
 _MAX_TREE_BYTES: Final = 64 * 1024 * 1024
+# Files a child process writes are out of the audit hook's sight: after a test that
+# started a process, the project's tree is listed and compared with the listing before
+# (the one after the last such test, or one taken at the first process start).  Only
+# entries changed since the test's first process start (by their ctime, which no code
+# sets) count: what an earlier test's writes were put back to is not the child's doing.
+# Directories tools fill on their own (version control, caches, virtual environments) are
+# not looked into, and a tree of more files than the limit is not listed at all (said
+# once in the summary).
+_UNSCANNED_NAMES: Final = frozenset(
+    {".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
+     ".tox", ".nox", ".eggs", "node_modules", ".isolator"}
+)  # fmt: skip
+# File times come from a clock that lags the one read here by up to a tick.
+_CLOCK_SLACK_NS: Final = 50_000_000
+TREE_SCAN_LIMIT: Final = 20_000
 
 _MODULES: Final = sys.modules
 # Our own references, taken at import: the guard runs inside tests, and a test that
@@ -79,6 +95,8 @@ _fspath = os.fspath
 _copy2 = shutil.copy2
 _copytree = shutil.copytree
 _open = io.open
+_scandir = os.scandir
+_time_ns = time.time_ns
 
 
 class FileGuard:
@@ -114,6 +132,15 @@ class FileGuard:
         # watched instances' classes need no look.  True until the first check has looked.
         self.class_written = True
         self.spawned = False  # the test started a process
+        # Files written by child processes (see child_writes): the roots listed, their
+        # last listing, the time of the current test's first process start (None: none
+        # started), the paths put back or written here since the listing, and whether a
+        # tree had too many files to list.
+        self.scan_roots: tuple[str, ...] = ()
+        self.tree: dict[str, tuple[int, int, int, int]] | None = None
+        self.spawned_at: int | None = None
+        self._since_tree: set[str] = set()
+        self.tree_too_large = False
         # Told of each class whose __bases__ a test assigns, before the assignment (the
         # bases are no entry of the class's __dict__: nothing else sees them change).
         self.bases_written: Callable[[type], None] | None = None
@@ -185,14 +212,61 @@ class FileGuard:
             _limits_written()
             return
         self.writes += 1
-        if not self.active or self._busy or event in _RUN_EVENTS:
+        if not self.active or self._busy:
             return
-        if event in _SPAWN_EVENTS:
-            self.spawned = True
+        if event in _SPAWN_EVENTS or event in _RUN_EVENTS:
+            if event in _SPAWN_EVENTS:
+                self.spawned = True
+            if self.spawned_at is None and self.scan_roots and not self.tree_too_large:
+                if self.tree is None:
+                    self.tree = self._list_tree()
+                self.spawned_at = _time_ns()
             return
         for i in _PATH_EVENTS[event]:
             if i < len(args):
                 self._before_write(args[i], event)
+
+    def _list_tree(self) -> dict[str, tuple[int, int, int, int]] | None:
+        was, self._busy = self._busy, True
+        try:
+            tree = scan_tree(self.scan_roots, self.exempt)
+        finally:
+            self._busy = was
+        self._since_tree.clear()
+        if tree is None:
+            self.tree_too_large = True
+        return tree
+
+    def retake_tree(self) -> None:
+        """What the processes started so far wrote is the baseline's (a higher-scoped
+        fixture started them during the test's set-up)."""
+        if self.spawned_at is not None:
+            self.tree = self._list_tree()
+
+    def child_writes(self) -> list[tuple[str, str]]:
+        """Files of the scanned roots that a child process of the test created, changed
+        or deleted: (path, "created" | "changed" | "deleted"), read after a test that
+        started one.  Paths this process wrote (journaled, put back) are not among them,
+        nor files it holds open (its output redirected to a file, a log handler's)."""
+        started, self.spawned_at = self.spawned_at, None
+        before = self.tree
+        if started is None or before is None:
+            return []
+        own = self._since_tree | set(self.pending)
+        after = self.tree = self._list_tree()
+        if after is None:
+            return []
+        since = started - _CLOCK_SLACK_NS
+        out = [
+            (p, "created" if p not in before else "changed")
+            for p, stamp in after.items()
+            if stamp[3] >= since and before.get(p) != stamp and p not in own
+        ]
+        if out:
+            held = _open_files([p for p, _ in out])
+            out = [(p, what) for p, what in out if p not in held]
+        out += [(p, "deleted") for p in before.keys() - after.keys() if p not in own]
+        return sorted(out)
 
     def _before_write(self, path: object, event: str) -> None:
         if os is not _MODULES.get("os") or shutil is not _MODULES.get("shutil"):
@@ -341,6 +415,8 @@ class FileGuard:
         ``pending`` and :meth:`settle`)."""
         if not self.order:
             return []
+        if self.tree is not None:
+            self._since_tree.update(self.order)  # (not a child's doing: see child_writes)
         self._busy = True
         restored: list[str] = []
         items = [(p, *self.entries[p]) for p in self.order]
@@ -401,6 +477,8 @@ class FileGuard:
         try:
             for p in done:
                 del self.pending[p]
+            if self.tree is not None:
+                self._since_tree.update(done)
             restore_entries([(p, "absent", "") for p in done], self.unrestorable)
             self._rewrite_journal()
         finally:
@@ -616,3 +694,39 @@ def _tree_size(path: str) -> int:
         if total > _MAX_TREE_BYTES:
             break
     return total
+
+
+def scan_tree(
+    roots: tuple[str, ...], exempt: tuple[str, ...] = (), limit: int = TREE_SCAN_LIMIT
+) -> dict[str, tuple[int, int, int, int]] | None:
+    """path -> (mtime in ns, size, inode, ctime in ns) of every file under ``roots``,
+    symbolic links not followed, leaving out the directories no test's data is in
+    (``_UNSCANNED_NAMES``, virtual environments, paths under ``exempt``).  None: more than
+    ``limit`` files."""
+    out: dict[str, tuple[int, int, int, int]] = {}
+    todo = [r for r in roots if not _join(r, "").startswith(exempt)]
+    while todo:
+        top = todo.pop()
+        try:
+            entries = list(_scandir(top))
+        except OSError:
+            continue
+        for e in entries:
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    path = e.path
+                    if (
+                        e.name in _UNSCANNED_NAMES
+                        or _join(path, "").startswith(exempt)
+                        or _exists(_join(path, "pyvenv.cfg"))
+                    ):
+                        continue
+                    todo.append(path)
+                    continue
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                continue  # (gone since it was listed)
+            out[e.path] = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+            if len(out) > limit:
+                return None
+    return out

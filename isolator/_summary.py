@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from isolator._files import TREE_SCAN_LIMIT
 from isolator._state import _MAX_WATCHES_PER_MODULE
 
 if TYPE_CHECKING:
@@ -46,6 +47,8 @@ def collect(core: IsolatorPlugin) -> dict[str, Any]:
         "memo_unaffordable": list(r.memo_unaffordable),
         "rebuilt": _rebuilt(r),
         "unforked": list(core.unforked),
+        "child_files": {k: [list(p) for p in v] for k, v in core.child_files.items()},
+        "tree_too_large": r.files.tree_too_large,
     }
 
 
@@ -110,6 +113,8 @@ def merge(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
         ),
         "rebuilt": _merge_rebuilt(a.get("rebuilt", []), b.get("rebuilt", [])),
         "unforked": a.get("unforked", []) + b.get("unforked", []),
+        "child_files": {**a.get("child_files", {}), **b.get("child_files", {})},
+        "tree_too_large": a.get("tree_too_large", False) or b.get("tree_too_large", False),
     }
 
 
@@ -171,6 +176,21 @@ def write(data: dict[str, Any], fork_file: str, tr: Any) -> None:
         tr.write_line(
             f"{len(unrestorable)} test(s) will run in a forked child from the next run on "
             f"(remembered in {fork_file}; delete it to forget)",
+            yellow=True,
+        )
+    child_files: dict[str, list[list[str]]] = data.get("child_files", {})
+    if child_files:
+        _listed(
+            tr,
+            f"{sum(map(len, child_files.values()))} file(s) in the project written by child "
+            f"processes of {len(child_files)} test(s), not put back (isolator sees its own "
+            "process's writes only; later tests see them as left): ",
+            [(p, f"{what} during {nodeid}") for nodeid, v in child_files.items() for p, what in v],
+        )
+    if data.get("tree_too_large"):
+        tr.write_line(
+            "files written by child processes not looked for: the project has more than "
+            f"{TREE_SCAN_LIMIT} files",
             yellow=True,
         )
     emptied: list[list[Any]] = data["emptied"]

@@ -176,6 +176,7 @@ class IsolatorPlugin:
         self.tests = 0
         self.overhead = 0.0
         self.unrestorable: dict[str, list[tuple[str, str]]] = {}
+        self.child_files: dict[str, list[tuple[str, str]]] = {}  # see Outcome.child_files
         self.forked: dict[str, str] = {}
         self.fork_plan: dict[str, str] = {}
         self.fork_reasons: dict[str, str] = {}
@@ -712,6 +713,8 @@ def _wrap_protocol(
             self.tests += 1
             if out.writes:
                 self.dirty_tests += 1
+            if out.child_files:
+                self.child_files.setdefault(item.nodeid, []).extend(out.child_files)
             if out.unrestorable:
                 self.unrestorable.setdefault(item.nodeid, []).extend(out.unrestorable)
                 # Saved at once: a run that never ends (a later test deadlocks on what

@@ -136,12 +136,16 @@ _LIB_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os
 class Outcome:
     """What one check found: the net writes, what was put back and what could not be."""
 
-    __slots__ = ("writes", "reset", "unrestorable")
+    __slots__ = ("writes", "reset", "unrestorable", "child_files")
 
     def __init__(self) -> None:
         self.writes: list[str] = []
         self.reset: list[str] = []
         self.unrestorable: list[tuple[str, str]] = []
+        # Files a child process of the test created, changed or deleted: (path, which).
+        # Not put back (no original was kept) and not forked for (a fork would not see
+        # them either): reported.
+        self.child_files: list[tuple[str, str]] = []
 
 
 class Frame:
@@ -456,6 +460,8 @@ class Resetter:
         self._interp_index = [p.name for p in self.probes].index("<interpreter>")
         self._probes_clean = fast_check(self.probes)
         self.files = FileGuard(backup_dir, exempt_dirs)  # its audit hook: from start() on
+        if os.path.dirname(self.rootdir.rstrip(os.sep)) != self.rootdir.rstrip(os.sep):
+            self.files.scan_roots = (self.rootdir.rstrip(os.sep),)  # (never the whole disk)
         self.tables: dict[str, StateTable] = {}
         self.reach = Reach(self.tables)
         self.probe_snaps: list[Any] = []
@@ -984,6 +990,10 @@ class Resetter:
         if files.spawned:
             files.spawned = False
             self._check_children(out)
+        if files.spawned_at is not None:
+            out.child_files = files.child_writes()
+            if out.child_files:
+                out.writes += [f"<file>:{p}" for p, _ in out.child_files]
         if out.reset:
             resets = self._resets
             resets += out.reset
@@ -2182,6 +2192,7 @@ class Resetter:
             threads = {th for th in threading.enumerate() if th not in self.threads}
         children: dict[int, str] = {}
         if self.files.spawned:
+            self.files.retake_tree()  # what its processes wrote so far is the baseline's
             now = live_children() or {}
             children = {pid: name for pid, name in now.items() if pid not in self.children}
         # Names the fixture imported, replaced (a fake module, mock.patch.dict) or removed.

@@ -1403,6 +1403,64 @@ def test_waits():
     assert "could not reset after test_child.py::test_waits" not in result.stdout.str()
 
 
+def test_files_written_by_a_child_process_are_reported(pytester: pytest.Pytester) -> None:
+    """The audit hook sees this process's writes only: what a child process of a test
+    created, changed or deleted in the project is named in the summary (with the test),
+    and nothing is said of the test's own writes (put back) or of a fixture's process."""
+    pytester.path.joinpath("data.txt").write_text("original")
+    pytester.path.joinpath("doomed.txt").write_text("x")
+    pytester.path.joinpath("data2.txt").write_text("original")
+    pytester.makeconftest(
+        """
+import os, subprocess, sys, pytest
+@pytest.fixture(scope="module")
+def server_log():
+    subprocess.run([sys.executable, "-c", "open('server.log', 'w').write('up')"], check=True)
+    yield
+"""
+    )
+    pytester.makepyfile(
+        test_cw="""
+import os, subprocess, sys
+def child(code):
+    subprocess.run([sys.executable, "-c", code], check=True)
+def test_creates():
+    child("open('made.txt', 'w').write('x')")
+def test_changes_and_deletes():
+    child("import os; open('data.txt', 'w').write('changed'); os.remove('doomed.txt')")
+def test_own_write_then_a_child():
+    with open("own.txt", "w") as f:
+        f.write("mine")
+    child("pass")
+def test_shell():
+    os.system("echo hi > shell.txt")
+def test_own_write_only():
+    with open("data2.txt", "w") as f:
+        f.write("mine")
+def test_a_child_right_after():
+    child("pass")
+def test_fixture_process(server_log):
+    child("pass")
+def test_after():
+    assert not os.path.exists("own.txt")
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=8)
+    out = result.stdout.str()
+    line = next(ln for ln in out.splitlines() if "written by child processes" in ln)
+    assert line.startswith("4 file(s) in the project written by child processes of 3 test(s)")
+    for path, what, test in [
+        ("made.txt", "created", "test_creates"),
+        ("data.txt", "changed", "test_changes_and_deletes"),
+        ("doomed.txt", "deleted", "test_changes_and_deletes"),
+        ("shell.txt", "created", "test_shell"),
+    ]:
+        assert f"{pytester.path / path} ({what} during test_cw.py::{test})" in line, line
+    assert "own.txt" not in line and "server.log" not in line and "data2" not in line
+    assert "could not reset" not in out  # (nothing forked for it: a fork would not help)
+
+
 @pytest.mark.parametrize(
     ("files", "args", "code", "message"),
     [
