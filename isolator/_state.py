@@ -843,16 +843,40 @@ class StateTable:
 
     # ---------------------------------------------------------------- checking
 
+    def copy_of(self, i: int) -> Any:
+        """A new snapshot of watch ``i``'s live object, as the baseline takes one."""
+        kind, live = self.kinds[i], self.lives[i]
+        if kind in _TAGGED_KINDS:
+            ordered = isinstance(live, collections.OrderedDict)
+            live = as_read(live)  # (a dict subclass's contents, read as dict reads them)
+            return collections.OrderedDict(live) if ordered else dict(live)
+        if kind == LIST:
+            return _list_of(live)
+        if kind == DEQUE:
+            return _deque_of(live)
+        if kind == SET:
+            return set(live)
+        if kind == BYTEARRAY:
+            return _bytes_of(live)
+        if kind == ARRAY:
+            return array(live.typecode, live)
+        if kind == _SLOTS or kind == _VIEW:
+            return live.values()
+        return self.snaps[i]
+
     def absorb(
         self,
         idx: list[int],
         extras: tuple[list[int], list[int], list[int], list[int]],
         prefixes: tuple[str, ...],
+        keep_out: dict[int, set[Any]] | None = None,
     ) -> None:
         """Make the current contents of the dirty watches ``idx`` and dirty ``extras`` the
         baseline (a higher-scoped fixture set them up), with new snapshot objects (a
         fixture frame may hold the old ones), and watch the mutable objects newly bound
-        there.  Costs what changed, where rebuilding the table walks the whole module."""
+        there.  Costs what changed, where rebuilding the table walks the whole module.
+        ``keep_out``: per mapping watch, keys whose baseline stays as it was (an earlier
+        test's writes, kept for the test whose set-up runs the fixture)."""
         budget = [_MAX_WATCHES_PER_MODULE]
         fresh: list[tuple[str, int, Any]] = []
         for i in idx:
@@ -863,33 +887,26 @@ class StateTable:
                 self.sites[i],
                 self.depths[i],
             )
+            snap = self.snaps[i] = self.copy_of(i)
             if kind in _TAGGED_KINDS:
-                ordered = isinstance(live, collections.OrderedDict)
-                live = as_read(live)  # (a dict subclass's contents, read as dict reads them)
-                self.snaps[i] = collections.OrderedDict(live) if ordered else dict(live)
+                out = keep_out.get(i, ()) if keep_out else ()
+                for k in out:
+                    if k in old:
+                        snap[k] = old[k]
+                    else:
+                        snap.pop(k, None)
+                live = as_read(live)
                 for k in _diff_keys(live, old):
-                    if k not in live or (isinstance(k, str) and k in _SKIP_NAMES):
+                    if k not in live or (isinstance(k, str) and k in _SKIP_NAMES) or k in out:
                         continue
                     v = live[k]
                     if kind == MODULE and (k in self._imported or isinstance(v, types.ModuleType)):
                         continue
                     fresh.append((*self._entry_site(i, k), v))
             elif kind == LIST:
-                self.snaps[i] = _list_of(live)
-                fresh += [(site, depth + 1, v) for v in self.snaps[i][:_MAX_ELEMENTS_PER_CONTAINER]]
+                fresh += [(site, depth + 1, v) for v in snap[:_MAX_ELEMENTS_PER_CONTAINER]]
             elif kind == DEQUE:
-                self.snaps[i] = _deque_of(live)
-                fresh += [
-                    (site, depth + 1, v) for v in list(self.snaps[i])[:_MAX_ELEMENTS_PER_CONTAINER]
-                ]
-            elif kind == SET:
-                self.snaps[i] = set(live)
-            elif kind == BYTEARRAY:
-                self.snaps[i] = _bytes_of(live)
-            elif kind == ARRAY:
-                self.snaps[i] = array(live.typecode, live)
-            elif kind == _SLOTS or kind == _VIEW:
-                self.snaps[i] = live.values()
+                fresh += [(site, depth + 1, v) for v in list(snap)[:_MAX_ELEMENTS_PER_CONTAINER]]
         caches, cells, defaults, opaque = extras
         for j in opaque:
             # What a fixture did to an object seen through a fingerprint is its baseline.

@@ -852,6 +852,7 @@ class _ProtocolWrapper:
         _modules.collect_writes()
         marks = (len(_modules.LOG.entries), len(r.files.order))
         pre = r.probe_diffs()
+        chain = r.chain_marks()  # (None unless an earlier test kept its state for this one)
         core.overhead += _perf_counter() - t0
         value: object = None
         try:
@@ -859,7 +860,7 @@ class _ProtocolWrapper:
             return value
         finally:
             t0 = _perf_counter()
-            if r.push_scope(id(fixturedef), *marks, pre):
+            if r.push_scope(id(fixturedef), *marks, pre, chain):
                 core.scoped.add(id(fixturedef))
             if r.watch_value(id(fixturedef), fixturedef.argname, value):
                 core.scoped.add(id(fixturedef))

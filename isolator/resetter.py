@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import _thread
 import ast
+import collections
 import enum
 import fnmatch
 import functools
@@ -61,6 +62,7 @@ from isolator._state import (
     SLOTS,
     TAGS,
     StateTable,
+    _cell_get,
     _diff_keys,
     as_read,
     cache_dict,
@@ -146,6 +148,43 @@ class Outcome:
         # Not put back (no original was kept) and not forked for (a fork would not see
         # them either): reported.
         self.child_files: list[tuple[str, str]] = []
+
+
+class ChainMarks:
+    """What differed from the baseline before a higher-scoped fixture's set-up in a test
+    that got an earlier test's state (see Resetter.chain_marks): per (table, watch), a
+    mapping's changed keys and their values then, or a copy of the object; per (table,
+    cell), its value then; per module name changed in sys.modules, its entry then."""
+
+    __slots__ = ("watches", "cells", "modules")
+
+    def __init__(
+        self,
+        watches: dict[tuple[str, int], Any],
+        cells: dict[tuple[str, int], object],
+        modules: dict[str, object],
+    ):
+        self.watches = watches
+        self.cells = cells
+        self.modules = modules
+
+
+_MISSING: Final = object()
+
+
+def _cell_value(t: StateTable, j: int) -> object:
+    return _cell_get(t.cells[j][1])
+
+
+def _same_content(a: Any, b: Any) -> bool:
+    """Whether two snapshots of a watch hold the same: the same objects in the same order
+    (a sequence), or equal contents (a set, bytes)."""
+    if isinstance(a, (list, tuple, collections.deque)) and type(a) is type(b):
+        return len(a) == len(b) and not any(map(operator.is_not, a, b))
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
 
 
 class Frame:
@@ -509,6 +548,9 @@ class Resetter:
         self.opaque_reported: set[str] = set()
         self.learn_memo = learn_memo
         self.chained = False  # the previous test kept its state for the next one
+        # The running test got the previous one's state (until its check): a fixture set
+        # up now takes only its own changes into the baseline (see chain_marks).
+        self.holding = False
         self._collected = False  # library module writes collected since the last check
         self.keep = keep
         # (site, key) -> (last value, times recomputed the same in a row, times different)
@@ -788,13 +830,15 @@ class Resetter:
                 out[key] = (idx, extras)
         return out
 
-    def _rebuild_dirty_tables(self, dirty: dict[str, Any]) -> dict[str, StateTable]:
+    def _rebuild_dirty_tables(
+        self, dirty: dict[str, Any], keep_out: dict[str, dict[int, set[Any]]] | None = None
+    ) -> dict[str, StateTable]:
         """The tables with what a fixture changed taken into their baseline, and tables for
         project modules imported since."""
         prefixes = tuple(self.project)
         tables = dict(self.tables)
         for key, (idx, extras) in dirty.items():
-            tables[key].absorb(idx, extras, prefixes)
+            tables[key].absorb(idx, extras, prefixes, (keep_out or {}).get(key))
         for name in self.project:
             if name not in tables and name in sys.modules:
                 nt = StateTable()
@@ -827,6 +871,7 @@ class Resetter:
         # previous test kept its state for this one (a chain), whose start is the reference.
         if not self.chained:
             self.probe_snaps[self._warnings_index] = self.probes[self._warnings_index].take()
+        self.holding = self.chained
         self.chained = False
         if self._learned:
             self._hide_learned()
@@ -880,6 +925,7 @@ class Resetter:
         """
         out = Outcome()
         files = self.files
+        self.holding = False
         # Files first: restoring them must not depend on the cwd the test left.
         if files.order:
             out.writes += files.dirty_sites()
@@ -2168,17 +2214,83 @@ class Resetter:
             self._first_test()
         return [p.diff(snap) for p, snap in zip(self.probes, self.probe_snaps)]
 
-    def push_scope(self, key: int, undo_mark: int, files_mark: int, pre: list[list[str]]) -> bool:
+    def chain_marks(self) -> ChainMarks | None:
+        """Before a higher-scoped fixture's set-up, in a test that an earlier test kept its
+        state for (a state-setter chain): what differs from the baseline now, that test's
+        writes, which stay out of the fixture's baseline (they are put back after this
+        test, as without the fixture).  None when no state was kept."""
+        if not self.holding:
+            return None
+        watches: dict[tuple[str, int], Any] = {}
+        cells: dict[tuple[str, int], object] = {}
+        for key, (idx, extras) in self._dirty_tables().items():
+            t = self.tables[key]
+            for i in idx:
+                if t.kinds[i] in _MAPPING_KINDS:
+                    live = as_read(t.lives[i])
+                    watches[key, i] = {k: live.get(k, _EMPTY) for k in _diff_keys(live, t.snaps[i])}
+                else:
+                    watches[key, i] = t.copy_of(i)
+            for j in extras[1]:
+                cells[key, j] = _cell_value(t, j)
+        added, replaced, deleted = self.modules.diff()
+        mods = sys.modules
+        modules = {n: mods.get(n, _EMPTY) for n in added + replaced + deleted}
+        return ChainMarks(watches, cells, modules)
+
+    def _fixture_part(
+        self, dirty: dict[str, Any], chain: ChainMarks
+    ) -> tuple[dict[str, Any], dict[str, dict[int, set[Any]]]]:
+        """``dirty`` without what the chain's marks found changed before the fixture and
+        the fixture left as it was; and, per table and mapping watch, those keys."""
+        out: dict[str, Any] = {}
+        keep_out: dict[str, dict[int, set[Any]]] = {}
+        for key, (idx, (caches, cells, defaults, opaque)) in dirty.items():
+            t = self.tables[key]
+            mine: list[int] = []
+            for i in idx:
+                before = chain.watches.get((key, i), _MISSING)
+                if before is _MISSING:
+                    mine.append(i)
+                elif t.kinds[i] in _MAPPING_KINDS:
+                    live = as_read(t.lives[i])
+                    keys = _diff_keys(live, t.snaps[i])
+                    theirs = {k for k in keys if before.get(k, _MISSING) is live.get(k, _EMPTY)}
+                    if len(theirs) < len(keys):
+                        mine.append(i)
+                    if theirs:
+                        keep_out.setdefault(key, {})[i] = theirs
+                elif not _same_content(t.copy_of(i), before):
+                    mine.append(i)  # (changed by both: the fixture's baseline takes it all)
+            cells = [
+                j for j in cells if chain.cells.get((key, j), _MISSING) is not _cell_value(t, j)
+            ]
+            if mine or caches or cells or defaults or opaque:
+                out[key] = (mine, (caches, cells, defaults, opaque))
+        return out, keep_out
+
+    def push_scope(
+        self,
+        key: int,
+        undo_mark: int,
+        files_mark: int,
+        pre: list[list[str]],
+        chain: ChainMarks | None = None,
+    ) -> bool:
         """A higher-scoped fixture finished its setup: what it changed joins the baseline.
 
         ``pre`` is :meth:`probe_diffs` from before the fixture ran: only the process-wide
         sites that the fixture itself changed join the baseline, not pytest's own per-phase
-        state (capture, PYTEST_CURRENT_TEST).  Returns False when the fixture changed nothing.
+        state (capture, PYTEST_CURRENT_TEST).  ``chain``: :meth:`chain_marks` from before
+        it ran.  Returns False when the fixture changed nothing.
         """
         post = self.probe_diffs()
         _modules.collect_writes()
         probes_changed = [i for i, (a, b) in enumerate(zip(pre, post)) if a != b]
         dirty = self._dirty_tables()
+        keep_out: dict[str, dict[int, set[Any]]] = {}
+        if chain is not None:
+            dirty, keep_out = self._fixture_part(dirty, chain)
         codes: list[tuple[StateTable, str, int, Any]] = []
         if self.files.code_written:
             self.files.code_written = False
@@ -2197,6 +2309,19 @@ class Resetter:
             children = {pid: name for pid, name in now.items() if pid not in self.children}
         # Names the fixture imported, replaced (a fake module, mock.patch.dict) or removed.
         added, replaced, deleted = self.modules.diff()
+        kept_names: list[str] = []
+        if chain is not None:
+            mods = sys.modules
+            kept_names = [
+                n
+                for n in added + replaced + deleted
+                if chain.modules.get(n, _MISSING) is mods.get(n, _EMPTY)
+            ]
+            if kept_names:
+                gone = set(kept_names)
+                added = [n for n in added if n not in gone]
+                replaced = [n for n in replaced if n not in gone]
+                deleted = [n for n in deleted if n not in gone]
         changed = (
             bool(probes_changed)
             or bool(codes)
@@ -2219,7 +2344,7 @@ class Resetter:
             undo=log.entries[undo_mark:],
             files=self.files.take_since(files_mark),
         )
-        self._record_deltas(frame, dirty)
+        self._record_deltas(frame, dirty, keep_out)
         frame.extras += codes
         frame.threads, frame.children = threads, children
         self.threads |= threads
@@ -2228,7 +2353,7 @@ class Resetter:
         del log.entries[undo_mark:]
         log.seen = {(id(m), n) for m, n, _ in log.entries}
         self._add_new_project_modules()
-        self._set_tables(self._rebuild_dirty_tables(dirty))
+        self._set_tables(self._rebuild_dirty_tables(dirty, keep_out))
         snaps = list(self.probe_snaps)
         for i in probes_changed:
             probe = self.probes[i]
@@ -2246,8 +2371,15 @@ class Resetter:
                 frame.probes.append((i, snaps[i]))
                 snaps[i] = probe.take()
         self.probe_snaps = snaps
-        self.modules.snap = dict(sys.modules)
-        self.modules.n = len(sys.modules)
+        snap = dict(sys.modules)
+        for n in kept_names:  # (the chain's imports: unloaded after this test)
+            was = before.get(n, _EMPTY)
+            if was is _EMPTY:
+                snap.pop(n, None)
+            else:
+                snap[n] = was
+        self.modules.snap = snap
+        self.modules.n = len(snap)
         self.frames.append(frame)
         return True
 
@@ -2288,16 +2420,21 @@ class Resetter:
                 if self.is_project(mod):
                     self.project.add(name)
 
-    def _record_deltas(self, frame: Frame, dirty: dict[str, Any]) -> None:
+    def _record_deltas(
+        self, frame: Frame, dirty: dict[str, Any], keep_out: dict[str, dict[int, set[Any]]]
+    ) -> None:
         """Note, per watch, what the fixture changed relative to the current baseline."""
         for key, (idx, extras) in dirty.items():
             t = self.tables[key]
+            out = keep_out.get(key, {})
             for i in idx:
                 kind, live, snap = t.kinds[i], as_read(t.lives[i]), t.snaps[i]
                 if kind in _MAPPING_KINDS:
+                    theirs = out.get(i, ())
                     delta = {
                         k: (snap.get(k, _EMPTY), live.get(k, _EMPTY))
                         for k in _diff_keys(live, snap)
+                        if k not in theirs
                     }
                     frame.tables.append((t, i, kind, delta))
                 else:

@@ -528,3 +528,65 @@ def test_items_sharing_a_node_id_all_run_in_every_order(pytester: pytest.Pyteste
     )  # fmt: skip
     assert deps.returncode == 0, deps.stdout + deps.stderr
     assert sorted(run("-n", "2")) == ["bad", "one", "three"]  # the graph's xdist scheduler
+
+
+CHAIN_INTO_CLASS = """
+import sys
+import pytest
+import state
+
+
+def test_a():
+    state.X = 1
+    state.REG["a"] = 1
+    state.ITEMS.append("a")
+    import extra_mod
+
+
+@pytest.fixture(scope="class")
+def cfix():
+    state.Y = 2
+    state.REG["fix"] = 2
+    yield
+    state.Y = None
+    del state.REG["fix"]
+
+
+class TestB:
+    def test_b(self, cfix):
+        assert state.X == 1 and state.REG == {"a": 1, "fix": 2} and state.ITEMS == ["a"]
+        assert "extra_mod" in sys.modules
+
+    def test_c(self, cfix):
+        assert state.X is None and state.REG == {"fix": 2} and state.ITEMS == []
+        assert state.Y == 2 and "extra_mod" not in sys.modules
+
+
+def test_d():
+    assert state.X is None and state.Y is None and state.REG == {} and state.ITEMS == []
+    assert "extra_mod" not in sys.modules
+"""
+
+
+def test_a_setter_chain_into_a_class_leaves_its_state_out_of_the_class_fixture(
+    pytester: pytest.Pytester,
+) -> None:
+    """A state-setter kept for the first test of a class whose class-scoped fixture sets
+    up: the fixture's baseline takes the fixture's own writes only.  The setter's (a
+    global, a dict entry beside the fixture's, a list, an import) are put back after the
+    brittle test, as without the fixture; the class's other tests get the fixture's."""
+    pytester.makepyfile(
+        state="X = None\nY = None\nREG = {}\nITEMS = []\n",
+        extra_mod="LOADED = True\n",
+        test_chain=CHAIN_INTO_CLASS,
+    )
+    deps = subprocess.run(
+        [sys.executable, "-m", "isolator", "deps", "-p", "no:randomly", "--format", "json"],
+        cwd=pytester.path, env=_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert deps.returncode == 0, deps.stdout + deps.stderr
+    found = {(d["kind"], d["source"], d["target"]) for d in json.loads(deps.stdout)["dependencies"]}
+    assert ("state-setter", "test_chain.py::test_a", "test_chain.py::TestB::test_b") in found
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator", "-v")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["*1 state-setter chain(s) kept together*"])
