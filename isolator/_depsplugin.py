@@ -270,6 +270,7 @@ class Recording(_Reports):
         store = os.path.join(str(config.rootpath), STORE_DIR, "")
         _OWN_FILES = ("<file>:" + store, "<file>:" + os.path.realpath(store) + os.sep)
         self.tracer: Any = None
+        self.subclass_reads: Any = None
         self.fixture_writes: dict[int, dict[str, str]] = {}
         self._keep: list[object] = []  # fixturedefs whose id() keys fixture_writes
         self.t0 = _perf_counter()
@@ -304,7 +305,7 @@ class Recording(_Reports):
         prefer = self.config.getoption("isolator_tracer", "auto")
         if prefer == "none":
             return None
-        from isolator._tracer import ReadTracer, static_by_filename
+        from isolator._tracer import ReadTracer, SubclassReads, static_by_filename
 
         rootdir = str(self.config.rootpath)
         t0 = _perf_counter()
@@ -320,6 +321,7 @@ class Recording(_Reports):
         except Exception as exc:  # the user's run must go on without static read sets
             note = f"static pass failed ({exc.__class__.__name__}: {exc})"
         tracer = ReadTracer(rootdir, static, prefer=prefer)
+        self.subclass_reads = SubclassReads()
         static_time = _perf_counter() - t0
         tracer.install()  # probes the project's functions (the default backend)
         info: dict[str, Any] = {
@@ -364,6 +366,8 @@ class Recording(_Reports):
         if self.tracer is not None:
             got = self.tracer.end_test()
             reads.update(got.reads)
+            # A helper of a base class run on the test's own class reads its attributes.
+            reads.update(self.subclass_reads.sites(got.reads, getattr(item, "cls", None)))
             touched.update(got.touched)
         scoped: dict[str, str] = {}
         for fd in _scoped_fixturedefs(item):

@@ -1661,6 +1661,95 @@ class ReadTracer:
         self._installed = False
 
 
+class SubclassReads:
+    """A base class's attribute reads as a subclass sees them.
+
+    The static pass names ``cls.attr`` and ``self.attr`` in a method of ``Base`` after
+    ``Base`` (``m:Base.attr``).  Run by a test of ``Sub(Base)``, that lookup reads
+    ``Sub.__dict__`` first, and then every class between them: where a write through
+    ``cls`` (``cls.attr = v`` in a classmethod called on ``Sub``) lands, and where the
+    core records it (``m:Sub.attr``).  Without the subclass's names a test reading
+    ``attr`` in a helper of its base class is never linked to the earlier test that
+    set it on its own class.
+    """
+
+    def __init__(self) -> None:
+        self._split: dict[str, tuple[type, str] | None] = {}  # site -> (class, ".rest")
+        self._names: dict[type, str | None] = {}
+
+    def sites(self, reads: Iterable[str], cls: type | None) -> set[str]:
+        """The sites of ``reads`` that name an attribute of a proper base of ``cls``,
+        under ``cls`` and each class of its MRO before that base."""
+        out: set[str] = set()
+        if not isinstance(cls, type):
+            return out
+        mro = cls.__mro__
+        split, names = self._split, self._names
+        for site in reads:
+            if site not in split:
+                split[site] = _class_attr(site)
+            found = split[site]
+            if found is None:
+                continue
+            base, rest = found
+            if base is cls or base not in mro:
+                continue
+            for sub in mro[: mro.index(base)]:
+                if sub not in names:
+                    names[sub] = _class_site(sub)
+                name = names[sub]
+                if name is not None:
+                    out.add(f"{name}{rest}")
+        return out
+
+
+def _class_attr(site: str) -> tuple[type, str] | None:
+    """(class, ".attr...") for a project site naming an attribute of a class (the
+    deepest class along its dotted path), else None."""
+    if site.startswith("<"):
+        return None
+    mod, _, path = site.partition(":")
+    obj: Any = sys.modules.get(mod)
+    if obj is None or not path:
+        return None
+    head = path
+    for i, ch in enumerate(path):
+        if ch == "[":
+            head = path[:i]
+            break
+    found: tuple[type, str] | None = None
+    at = 0
+    for part in head.split("."):
+        try:
+            obj = vars(obj).get(part, _MISSING)
+        except TypeError:
+            break
+        if obj is _MISSING:
+            break
+        at += len(part) + (1 if at else 0)
+        if isinstance(obj, type) and at < len(path):
+            found = (obj, path[at:])
+    if found is None or not found[1].startswith("."):
+        return None
+    return found
+
+
+def _class_site(cls: type) -> str | None:
+    """``module:Qual.Name`` of a class reachable under that name (as the core names its
+    attributes), else None (a class made in a function)."""
+    mod = getattr(cls, "__module__", None)
+    qual = getattr(cls, "__qualname__", None)
+    if not isinstance(mod, str) or not isinstance(qual, str) or "<" in qual:
+        return None
+    obj: Any = sys.modules.get(mod)
+    for part in qual.split("."):
+        try:
+            obj = vars(obj).get(part)
+        except TypeError:
+            return None
+    return f"{mod}:{qual}" if obj is cls else None
+
+
 def _code_tree(top: types.CodeType) -> Iterator[types.CodeType]:
     """``top`` and every code object nested in it."""
     todo = [top]

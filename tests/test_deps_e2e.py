@@ -334,6 +334,59 @@ def test_a_class_set_up_inside_a_sequence_is_torn_down_with_it(tmp_path: Path) -
     assert data["stats"]["flaky"] == 0, data["notes"]
 
 
+BASE_HELPERS = {
+    # wcmatch's test_glob.py: the helpers of a base class read what an earlier test of
+    # the subclass set through ``cls`` (an options case), and set_up writes the default
+    # on the subclass before every class's tests.
+    "tests/test_opts.py": """
+        import pytest
+
+        class _Base:
+            @classmethod
+            def setup_class(cls):
+                cls.mode = "plain"
+
+            @classmethod
+            def apply(cls, mode):
+                cls.mode = mode
+
+            @classmethod
+            def expect(cls, mode):
+                assert cls.mode == mode
+
+        class TestOpts(_Base):
+            def test_set_loud(self):
+                self.apply("loud")
+
+            def test_filler(self):
+                pass
+
+            def test_needs_loud(self):
+                self.expect("loud")
+
+            def test_set_plain(self):
+                self.apply("plain")
+    """,
+}
+
+
+def test_a_setter_through_a_base_class_helper_is_named_with_the_subclass(tmp_path: Path) -> None:
+    # The helpers' reads (cls.mode in _Base) are recorded as the attribute of the class the
+    # test runs in, where test_set_loud's write landed: the dependency names TestOpts.mode,
+    # not only what the class's set-up writes for every test of it.
+    suite = write_suite(tmp_path / "opts", BASE_HELPERS)
+    proc = isolator(suite, "deps", "--format", "json", "--output", "o.json", *QUIET)
+    assert proc.returncode == 0, proc.stderr
+    no_traceback(proc)
+    data = json.loads((suite / "o.json").read_text())
+    found = {(d["kind"], d["source"], d["target"]): d["state"]
+             for d in data["dependencies"] if d["confirmed"]}  # fmt: skip
+    setter = ("state-setter", "tests/test_opts.py::TestOpts::test_set_loud",
+              "tests/test_opts.py::TestOpts::test_needs_loud")  # fmt: skip
+    assert setter in found, data
+    assert found[setter][0] == "test_opts:TestOpts.mode", found[setter]
+
+
 LASTFAILED = {
     "tests/test_lf.py": """
         import os
