@@ -20,6 +20,8 @@ differ between repetitions are dropped as non-deterministic.
 from __future__ import annotations
 
 import bisect
+import heapq
+import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -271,42 +273,62 @@ class CandidateIndex:
 
     def ordered(self) -> Iterator[Candidate]:
         """Every candidate once: first pairs from the same test file, then the others;
-        within each tier breadth first over shared sites.
+        within each tier breadth first over shared sites, rare sites more often.
 
-        Round k hands out, for each target and each site it reads, its k-th writer of
-        that site (the nearest in run order first; precise matches before
-        whole-container ones), so that a site with a hundred writers does not crowd out
-        the others within a budget.  Order dependencies live mostly between neighbours:
-        tests of one file share fixtures and helpers, and run next to each other.
+        Each (target, site it reads) walks the writers of that site outwards from the
+        target in run order (the nearest first: order dependencies live mostly between
+        neighbours, tests of one file share fixtures and helpers and run next to each
+        other).  The k-th writer of a site that n tests of the tier write comes in turn
+        k * (1 + log2 n): a site with a hundred writers (a cache every test fills, a
+        class-scoped fixture's writes) does not crowd out the others within a budget,
+        and the few writers of a rare one (the test that set one class attribute) all
+        come before the second writer of a common one.  Ties: precise matches before
+        whole-container ones, then by target in run order.
         """
         seen: set[tuple[NodeId, NodeId]] = set()
         for same_file in (True, False):
-            keyed: list[tuple[bool, int, str, NodeId]] = []
+            heap: list[tuple[float, bool, int, str, NodeId, float]] = []
+            walks: dict[tuple[NodeId, StateSite], Iterator[NodeId]] = {}
             for target in self.targets():
                 at = self.order.get(target, 0)
                 for site in self.by_target[target]:
-                    keyed.append(((target, site) not in self.precise, at, site, target))
-            keyed.sort()  # precise matches first, then by target
-            # One lazy walk per (target, site), outwards from the target in run order: a
-            # budget only ever looks at the first few writers of each.  The walks are
-            # started during the first round, so that the first candidates come at once.
-            first = ((t, self._nearest(t, site, same_file)) for _p, _a, site, t in keyed)
-            rotation: Iterable[tuple[NodeId, Iterator[NodeId]]] = first
-            while True:
-                live = []
-                for target, writers in rotation:
-                    w = next(writers, None)
-                    if w is None:
+                    n = self._tier_count(target, site, same_file)
+                    if n == 0:
                         continue
-                    live.append((target, writers))
-                    if (w, target) not in seen:
-                        seen.add((w, target))
-                        cand = self.candidate(w, target)
-                        if cand is not None:
-                            yield cand
-                if not live:
-                    break
-                rotation = live
+                    step = 1.0 + math.log2(n)
+                    imprecise = (target, site) not in self.precise
+                    heap.append((step, imprecise, at, site, target, step))
+            heapq.heapify(heap)
+            # One lazy walk per (target, site): a budget only ever looks at the first
+            # few writers of each.
+            while heap:
+                turn, imprecise, at, site, target, step = heapq.heappop(heap)
+                writers = walks.get((target, site))
+                if writers is None:
+                    writers = walks[(target, site)] = self._nearest(target, site, same_file)
+                w = next(writers, None)
+                if w is None:
+                    del walks[(target, site)]
+                    continue
+                heapq.heappush(heap, (turn + step, imprecise, at, site, target, step))
+                if (w, target) not in seen:
+                    seen.add((w, target))
+                    cand = self.candidate(w, target)
+                    if cand is not None:
+                        yield cand
+
+    def _tier_count(self, target: NodeId, site: StateSite, same_file: bool) -> int:
+        """How many writers of ``site`` other than ``target`` the tier walks."""
+        home = self._file(target)
+        key = (site, home)
+        entries = self._entries.get(key)
+        if entries is None:
+            entries = [e for e in self._site_entries(site) if self._file(e[1]) == home]
+            self._entries[key] = entries
+        mine = len(entries)
+        if same_file:
+            return mine - (target in self._sets[site])
+        return len(self._writers[site]) - mine
 
     def _nearest(self, target: NodeId, site: StateSite, same_file: bool) -> Iterator[NodeId]:
         """The writers of ``site`` other than ``target``, of its file or of the others,

@@ -177,6 +177,26 @@ def test_ordering_tries_same_file_and_nearest_writers_first() -> None:
     assert index.writers_of("z.py::victim", ["m:C['k']"])[:2] == ["a.py::w0", "a.py::w1"]
 
 
+def test_every_writer_of_a_rare_site_comes_before_the_second_of_a_common_one() -> None:
+    # Twenty tests of one class each write the class fixture's site (as a class-scoped
+    # fixture's writes are every test's); the brittle test also reads an attribute that
+    # only two tests set, its setter two tests before it and another test right after.
+    common = {"m:Base.tmp": ""}
+    records = [rec(f"t.py::c{i}", i, reads=("m:Base.tmp",), writes=common) for i in range(20)]
+    records += [
+        rec("t.py::setter", 20, reads=("m:Base.tmp",), writes={**common, "m:Sub.mode": ""}),
+        rec("t.py::filler", 21, reads=("m:Base.tmp",), writes=common),
+        rec("t.py::brittle", 22, reads=("m:Base.tmp", "m:Sub.mode"), writes=common),
+        rec("t.py::resetter", 23, reads=("m:Base.tmp",), writes={**common, "m:Sub.mode": ""}),
+    ]
+    records += [rec(f"t.py::d{i}", 24 + i, reads=("m:Base.tmp",), writes=common) for i in range(20)]
+    order = [(c.source, c.target) for c in CandidateIndex(records).ordered()]
+    at = order.index(("t.py::setter", "t.py::brittle"))
+    # Before the nearest writers of the common site of most tests, not after all of them.
+    assert at < 10, at
+    assert len(order) == len(set(order)) == 44 * 43
+
+
 def test_cleaner_candidates_use_gross_writes() -> None:
     records = [
         rec("t.py::victim", 0, reads=("m:S['x']",)),
@@ -608,6 +628,8 @@ def test_follow_ups_come_once_and_leave_out_what_is_running() -> None:
         rec("t.py::c", 3, touched=("m:S",)),
         rec("t.py::w", 4, reads=("m:T",)),
         rec("t.py::r", 5, writes={"m:T": ""}),
+        # (As many writers as S: a site with fewer would come first.)
+        rec("t.py::s", 6, writes={"m:T": ""}),
     ]
     index = CandidateIndex(records)
     ev = Evidence({r.nodeid: r.outcome for r in records})
