@@ -211,10 +211,14 @@ def _pytest_cmd(
 
     Without the scheduler: the dependencies stored by an earlier run would reorder the
     tests and keep state along its chains, so brittle tests would pass in the recording
-    run and their setters would look harmless.
+    run and their setters would look harmless.  Without pytest-randomly, unless the
+    arguments name it: it would shuffle the recording run, which runs in declared order,
+    and each run of ``deps`` would find other dependencies.
     """
+    randomly = any("randomly" in a for a in (*extra, *pytest_args, *last))
+    block = [] if randomly else ["-p", "no:randomly"]
     return [sys.executable, "-m", "pytest", "-p", "isolator", "-p", "no:isolator-sched",
-            "--reset=minimal", *extra, *pytest_args, *last]  # fmt: skip
+            *block, "--reset=minimal", *extra, *pytest_args, *last]  # fmt: skip
 
 
 def _read_lines(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:

@@ -387,6 +387,57 @@ def test_a_setter_through_a_base_class_helper_is_named_with_the_subclass(tmp_pat
     assert found[setter][0] == "test_opts:TestOpts.mode", found[setter]
 
 
+ORDER_LOGGED = {
+    "conftest.py": """
+        import os, pytest
+
+        @pytest.hookimpl(trylast=True)
+        def pytest_collection_modifyitems(items):
+            with open(os.environ["ORDER_LOG"], "a") as f:
+                f.write(" ".join(item.name for item in items) + "\\n")
+    """,
+    "tests/test_many.py": """
+        import pytest
+        import state
+
+        @pytest.mark.parametrize("i", range(12))
+        def test_n(i):
+            state.SEEN.append(i)
+
+        def test_needs_first():
+            assert state.SEEN[:1] == [0]
+    """,
+    "state.py": "SEEN = []\n",
+}
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("pytest_randomly") is None, reason="needs pytest-randomly"
+)
+def test_pytest_randomly_does_not_shuffle_the_recording_run(tmp_path: Path) -> None:
+    """With pytest-randomly installed and not named, deps records in declared order (as
+    it says), so that its runs find the same dependencies; named, it is the user's."""
+    suite = write_suite(tmp_path / "ordered", ORDER_LOGGED)
+    log = tmp_path / "order.log"
+    declared = " ".join([f"test_n[{i}]" for i in range(12)] + ["test_needs_first"])
+    env = {**_orders.clean_env(), "ORDER_LOG": str(log)}
+    env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD")  # (pytest-randomly loads as it does for users)
+    proc = subprocess.run(
+        [*ISOLATOR, "deps", "--record-only", "-p", "no:cacheprovider"],
+        cwd=suite, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert log.read_text().splitlines()[0] == declared
+    log.unlink()
+    proc = subprocess.run(
+        [*ISOLATOR, "deps", "--record-only", "-p", "no:cacheprovider", "-p", "randomly",
+         "--randomly-seed=3"],
+        cwd=suite, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert log.read_text().splitlines()[0] != declared  # (seed 3 shuffles these 13)
+
+
 LASTFAILED = {
     "tests/test_lf.py": """
         import os
