@@ -32,7 +32,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Final
 
-from isolator import _classes, _versions
+from isolator import _aliases, _classes, _versions
 from isolator._state import moved_entries
 
 NOTSET: Final = object()
@@ -62,9 +62,10 @@ _RUNNER_PREFIXES: Final = ("_pytest", "pytest", "pluggy", "isolator", "xdist", "
 
 class UndoLog:
     """First old value of every library module attribute written during the current test,
-    and of every library class attribute where classes are watched (see ``_classes``).
+    of every library class attribute where classes are watched (see ``_classes``), and of
+    every attribute bound on a typing alias (see ``_aliases``).
 
-    ``entries``: [(module or class, name, old value or NOTSET)] in write order.
+    ``entries``: [(module, class or alias, name, old value or NOTSET)] in write order.
     """
 
     def __init__(self) -> None:
@@ -171,9 +172,12 @@ def _bound(owner: Any, name: str) -> object:
 
 
 def site_of(owner: Any, name: str) -> str:
-    """``module:name`` of a module attribute, ``module:Class.name`` of a class's."""
+    """``module:name`` of a module attribute, ``module:Class.name`` of a class's,
+    ``module:Class[args].name`` of a typing alias's (see ``_aliases``)."""
     if isinstance(owner, type):
         return f"{owner.__module__}:{owner.__qualname__}.{name}"
+    if _aliases.is_alias(owner):
+        return _aliases.site_of(owner, name)
     return f"{owner.__name__}:{name}"
 
 

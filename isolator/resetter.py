@@ -31,7 +31,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, Final
 
-from isolator import _modules
+from isolator import _aliases, _modules
 from isolator._classes import CACHE_NAMES
 from isolator._files import FileGuard, remove_empty_dir
 from isolator._process import (
@@ -663,6 +663,9 @@ class Resetter:
         files = self.files
         _modules.FINDER.writes = functools.partial(getattr, files, "writes")  # (no Python frame)
         files.bases_written = _modules.note_bases
+        # Attributes bound on typing's aliases during a test go to the undo log (before
+        # the library classes are watched: the wrapper is not a test's write).
+        _aliases.install(_modules.LOG, _modules.NOTSET)
         self.swapped = _modules.watch_library_modules(self.is_project)
         self.modules.swapped = self.swapped
         self.threads = set(threading.enumerate())
@@ -914,6 +917,7 @@ class Resetter:
         _modules.FINDER.clear()
         _modules.unwatch(self.swapped)
         self.swapped = []
+        _aliases.uninstall()
         leave_entered_context()
 
     # ------------------------------------------------------------- check & reset

@@ -4452,3 +4452,101 @@ def test_alias_is_fresh():
     )
     result = _isolated(pytester)
     result.assert_outcomes(passed=2)
+
+
+_ALIAS_LIBRARY = """
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+class Box(Generic[T]):
+    pass
+
+def fields_of(tp):
+    # As attrs.fields() does: memoized on the type object itself.
+    cached = tp.__dict__.get("__fields_cache__")
+    if cached is None:
+        cached = tp.__fields_cache__ = ("resolved",)
+    return cached
+
+def forget(tp):
+    del tp.__fields_cache__
+"""
+
+
+def test_attributes_bound_on_an_alias_made_before_the_test_are_put_back(
+    pytester: pytest.Pytester,
+) -> None:
+    # The aliases are made at the test module's import (a parametrize value, a module
+    # global, an annotation): in the baseline, and the same objects for every later
+    # Box[int], so emptying typing's caches does not make them anew.  attrs' fields()
+    # annotated them and cattrs then took Box[int] for an attrs class of its own: its
+    # generic structuring tests failed in reverse order.
+    pytester.makepyfile(
+        generic_lib=_ALIAS_LIBRARY,
+        test_alias="""
+import pytest
+from generic_lib import Box, fields_of, forget
+
+GLOBAL = Box[str]
+fields_of(Box[bytes])  # (the import's own: the baseline has it)
+
+@pytest.mark.parametrize("tp", [Box[int]])
+def test_fill_param(tp):
+    assert fields_of(tp) == ("resolved",)
+
+def test_fill_global():
+    assert fields_of(GLOBAL) == ("resolved",)
+
+def test_forget():
+    forget(Box[bytes])
+
+def test_aliases_are_as_a_fresh_process_has_them():
+    assert "__fields_cache__" not in Box[int].__dict__
+    assert "__fields_cache__" not in Box[str].__dict__
+    assert Box[bytes].__dict__["__fields_cache__"] == ("resolved",)
+    assert Box[int].__args__ == (int,) and Box[int].__origin__ is Box
+""",
+    )
+    result = _isolated(pytester)
+    result.assert_outcomes(passed=4)
+    assert "generic_lib:Box[int].__fields_cache__" in result.stdout.str()
+
+
+def test_an_alias_made_in_a_test_keeps_what_its_making_bound(
+    pytester: pytest.Pytester,
+) -> None:
+    # Only what code binds on an alias after it was made is put back: the attributes
+    # an alias class's __init__ binds (typing's, or one of another module) are the
+    # alias, and it may outlive the test (in typing's caches, in a library's registry).
+    pytester.makepyfile(
+        generic_lib=_ALIAS_LIBRARY
+        + """
+import typing
+
+class Tagged(typing._GenericAlias, _root=True):
+    def __init__(self, origin, args):
+        super().__init__(origin, args)
+        self.__tag__ = "made"
+""",
+        test_made="""
+import json
+from generic_lib import Box, Tagged, fields_of
+
+def test_make():
+    alias = Tagged(Box, (int,))
+    fields_of(alias)
+    # (in a library's object, changed in place: its state, not put back)
+    json.decoder.BACKSLASH["made"] = (alias, Box[complex])
+
+def test_later():
+    if "made" not in json.decoder.BACKSLASH:
+        return  # (alone)
+    tagged, plain = json.decoder.BACKSLASH.pop("made")
+    assert tagged.__tag__ == "made" and tagged.__args__ == (int,)
+    assert "__fields_cache__" not in tagged.__dict__
+    assert plain.__origin__ is Box and plain.__args__ == (complex,)
+""",
+    )
+    result = _isolated(pytester)
+    result.assert_outcomes(passed=2)
