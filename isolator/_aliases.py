@@ -10,11 +10,19 @@ pytest's marks.  A fresh process has it bare.
 
 typing's aliases bind their attributes through their own Python ``__setattr__`` (the base
 class of every alias, ``typing._BaseGenericAlias``, routes dunder names to the alias and
-others to the class it aliases).  That method is wrapped while isolator runs: an attribute
-that a test binds on an alias, by code other than the alias classes' own ``__init__`` (an
-alias being made), goes to the undo log with its old value, as a library module's
-attribute does, and is put back after the test.  Outside tests, and for an alias being
-made, the wrapper costs one flag test; a deletion is noted the same way.
+others to the class it aliases).  That method is wrapped while isolator runs, and tells
+apart, by the caller's code, an alias being made (its class's own ``__init__`` binds
+``__origin__``, ``__args__``...):
+
+- an attribute that a test binds on (or deletes from) an alias made *before* it goes to
+  the undo log with its old value, as a library module's attribute does, and is put back
+  after the test;
+- an alias made *during* the test is new: what code binds on it stays (a library that
+  keeps it in a cache of its own keeps it whole), and ``STATE.annotated`` says that
+  typing's caches, which would hand it to later tests, must be emptied after the test
+  (their sizes do not tell once they are full).
+
+Outside tests the wrapper costs one flag test a write.
 """
 
 from __future__ import annotations
@@ -27,6 +35,28 @@ from typing import Any, Final
 
 _BASE: Final = getattr(typing, "_BaseGenericAlias", None)
 _WRAPPED: Final = "__isolator_wrapped__"  # (on our wrappers: the method they wrap)
+
+
+class _State:
+    """``made``: ids of the aliases made since the last :meth:`settle` (a made alias
+    lives on, or its id goes to another alias made later); ``annotated``: code bound an
+    attribute on one of them after it was made."""
+
+    def __init__(self) -> None:
+        self.made: set[int] = set()
+        self.annotated = False
+
+    def settle(self) -> bool:
+        """Whether an alias made since the last call was annotated; from now on the
+        aliases made so far count as made before."""
+        annotated = self.annotated
+        if self.made:
+            self.made.clear()
+            self.annotated = False
+        return annotated
+
+
+STATE: Final = _State()
 
 
 def install(log: Any, notset: object) -> bool:
@@ -60,13 +90,21 @@ def install(log: Any, notset: object) -> bool:
         )
         return codes
 
+    made = STATE.made
+    state = STATE
+
     def __setattr__(self: Any, attr: str, val: object) -> None:
         if not log.active:
             set_attr(self, attr, val)
             return
         tp = type(self)
         if getframe(1).f_code in (inits.get(tp) or made_by(tp)):
-            set_attr(self, attr, val)  # (an alias being made)
+            made.add(id(self))  # (an alias being made)
+            set_attr(self, attr, val)
+            return
+        if id(self) in made:
+            state.annotated = True
+            set_attr(self, attr, val)
             return
         d = self.__dict__
         old = d.get(attr, notset)
@@ -76,7 +114,10 @@ def install(log: Any, notset: object) -> bool:
 
     def __delattr__(self: Any, attr: str) -> None:
         if log.active:
-            log.note(self, attr, self.__dict__.get(attr, notset))
+            if id(self) in made:
+                state.annotated = True
+            else:
+                log.note(self, attr, self.__dict__.get(attr, notset))
         base_delete(self, attr)
 
     setattr(__setattr__, _WRAPPED, setter)

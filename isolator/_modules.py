@@ -65,7 +65,8 @@ class UndoLog:
     of every library class attribute where classes are watched (see ``_classes``), and of
     every attribute bound on a typing alias (see ``_aliases``).
 
-    ``entries``: [(module, class or alias, name, old value or NOTSET)] in write order.
+    ``entries``: [(owner: a module, class or alias, name, old value or NOTSET)] in write
+    order.
     """
 
     def __init__(self) -> None:

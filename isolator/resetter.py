@@ -1037,6 +1037,8 @@ class Resetter:
             self._check_threads(out, leaked)
         if self._typing_caches:
             self._check_typing_caches(out)
+        else:
+            _aliases.STATE.settle()
         if files.spawned:
             files.spawned = False
             self._check_children(out)
@@ -1066,9 +1068,13 @@ class Resetter:
         on them (attrs' ``__attrs_attrs__``): an alias a test made would come back to a
         later test as that library left it, where a fresh process makes a new one.  After
         a test that added aliases the caches are emptied, as CPython's own test runner
-        does between tests; the aliases are made again when next asked for."""
+        does between tests; the aliases are made again when next asked for.  They are
+        emptied too after a test that bound an attribute on an alias it made (see
+        ``_aliases``): a full cache, whose size no longer grows, would hand that alias
+        on.  What a test binds on an alias made before it goes to the undo log instead."""
+        annotated = _aliases.STATE.settle()
         sizes = self._typing_cache_sizes()
-        if any(map(operator.gt, sizes, self._typing_sizes)):
+        if annotated or any(map(operator.gt, sizes, self._typing_sizes)):
             for f in self._typing_caches:
                 f.cache_clear()
             out.writes.append("<typing caches>")
@@ -2290,6 +2296,10 @@ class Resetter:
         """
         post = self.probe_diffs()
         _modules.collect_writes()
+        # Aliases the fixture made, with what it bound on them, are its set-up (a test
+        # of its scope alone gets them so from typing's caches): what a test binds on
+        # them later goes to the undo log.
+        _aliases.STATE.settle()
         probes_changed = [i for i, (a, b) in enumerate(zip(pre, post)) if a != b]
         dirty = self._dirty_tables()
         keep_out: dict[str, dict[int, set[Any]]] = {}
