@@ -98,15 +98,17 @@ def install(log: Any, notset: object) -> bool:
             set_attr(self, attr, val)
             return
         tp = type(self)
-        if getframe(1).f_code in (inits.get(tp) or made_by(tp)):
-            made.add(id(self))  # (an alias being made)
+        d = self.__dict__
+        # An alias being made: its class's __init__ writing, or (whoever writes: an
+        # __init__ wrapped by a decorator) one without the __origin__ every alias has.
+        if getframe(1).f_code in (inits.get(tp) or made_by(tp)) or "__origin__" not in d:
+            made.add(id(self))
             set_attr(self, attr, val)
             return
         if id(self) in made:
             state.annotated = True
             set_attr(self, attr, val)
             return
-        d = self.__dict__
         old = d.get(attr, notset)
         set_attr(self, attr, val)
         if d.get(attr, notset) is not old:  # (a name typing binds on the aliased class: not here)
