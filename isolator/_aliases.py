@@ -97,18 +97,22 @@ def install(log: Any, notset: object) -> bool:
         if not log.active:
             set_attr(self, attr, val)
             return
-        tp = type(self)
         d = self.__dict__
-        # An alias being made: its class's __init__ writing, or (whoever writes: an
-        # __init__ wrapped by a decorator) one without the __origin__ every alias has.
-        if getframe(1).f_code in (inits.get(tp) or made_by(tp)) or "__origin__" not in d:
+        if "__origin__" not in d:
+            # Being made (every alias has __origin__ once _BaseGenericAlias.__init__
+            # has bound it): made during this test.
             made.add(id(self))
             set_attr(self, attr, val)
             return
         if id(self) in made:
-            state.annotated = True
+            # Made during this test: its class's __init__ finishing it, or code (a
+            # library) annotating a new alias, which typing's caches must not hand on.
+            tp = type(self)
+            if getframe(1).f_code not in (inits.get(tp) or made_by(tp)):
+                state.annotated = True
             set_attr(self, attr, val)
             return
+        # Made before this test: what it binds is put back after it.
         old = d.get(attr, notset)
         set_attr(self, attr, val)
         if d.get(attr, notset) is not old:  # (a name typing binds on the aliased class: not here)
