@@ -158,7 +158,10 @@ def is_alias(owner: object) -> bool:
 def site_of(alias: object, name: str) -> str:
     """``module:Class[args].name``, from the module of the class the alias stands for
     (``tests.test_x:Box[int].__attrs_attrs__``): a test that reads ``Box`` may read it."""
-    text = repr(alias)
+    try:
+        text = repr(alias)
+    except Exception:  # (an argument's own repr failing: the site is only a name)
+        text = f"typing.{type(alias).__name__}"
     origin = getattr(alias, "__origin__", None)
     module = getattr(origin, "__module__", None)
     if isinstance(module, str) and text.startswith(module + "."):
