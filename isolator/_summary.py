@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from isolator._files import TREE_SCAN_LIMIT
 from isolator._state import _MAX_WATCHES_PER_MODULE
 
 if TYPE_CHECKING:
@@ -188,6 +187,8 @@ def write(data: dict[str, Any], fork_file: str, tr: Any) -> None:
             [(p, f"{what} during {nodeid}") for nodeid, v in child_files.items() for p, what in v],
         )
     if data.get("tree_too_large"):
+        from isolator._files import TREE_SCAN_LIMIT
+
         tr.write_line(
             "files written by child processes not looked for: the project has more than "
             f"{TREE_SCAN_LIMIT} files",

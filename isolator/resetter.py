@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import _thread
 import ast
-import collections
 import enum
 import fnmatch
 import functools
@@ -64,6 +63,7 @@ from isolator._state import (
     StateTable,
     _cell_get,
     _diff_keys,
+    _differs,
     as_read,
     cache_dict,
     key_repr,
@@ -174,17 +174,6 @@ _MISSING: Final = object()
 
 def _cell_value(t: StateTable, j: int) -> object:
     return _cell_get(t.cells[j][1])
-
-
-def _same_content(a: Any, b: Any) -> bool:
-    """Whether two snapshots of a watch hold the same: the same objects in the same order
-    (a sequence), or equal contents (a set, bytes)."""
-    if isinstance(a, (list, tuple, collections.deque)) and type(a) is type(b):
-        return len(a) == len(b) and not any(map(operator.is_not, a, b))
-    try:
-        return bool(a == b)
-    except Exception:
-        return False
 
 
 class Frame:
@@ -2270,7 +2259,7 @@ class Resetter:
                         mine.append(i)
                     if theirs:
                         keep_out.setdefault(key, {})[i] = theirs
-                elif not _same_content(t.copy_of(i), before):
+                elif _differs(t.lives[i], before):  # (as the check compares a snapshot)
                     mine.append(i)  # (changed by both: the fixture's baseline takes it all)
             cells = [
                 j for j in cells if chain.cells.get((key, j), _MISSING) is not _cell_value(t, j)
