@@ -1584,6 +1584,16 @@ _PLAIN_DATA_CLASSES: Final = frozenset(
         ("queue", "Queue"),
         ("queue", "LifoQueue"),
         ("queue", "PriorityQueue"),
+        # asyncio's queues and synchronisation primitives: plain attributes (a deque, a
+        # count, the loop bound on first use), often a higher-scoped fixture's value.
+        ("asyncio.queues", "Queue"),
+        ("asyncio.queues", "LifoQueue"),
+        ("asyncio.queues", "PriorityQueue"),
+        ("asyncio.locks", "Event"),
+        ("asyncio.locks", "Lock"),
+        ("asyncio.locks", "Semaphore"),
+        ("asyncio.locks", "BoundedSemaphore"),
+        ("asyncio.locks", "Condition"),
     }
 )
 

@@ -436,8 +436,9 @@ class IsolatorPlugin:
         return True
 
     def _restart_after(self, item: pytest.Item, unrestorable: list[tuple[str, str]]) -> None:
-        """Under ``isolator run``: a thread or process that the test left running stays in
-        this process (a lock it holds, a port it serves), so the remaining tests continue
+        """Under ``isolator run``: a thread, process or asyncio task that the test left
+        running stays in this process (a lock it holds, a port it serves, a task on a
+        session-scoped event loop), so the remaining tests continue
         in a new one, which the supervisor starts (as after a crash).  Next time the test
         runs in a forked child instead (fork.json)."""
         sup = self._supervised()
@@ -448,7 +449,11 @@ class IsolatorPlugin:
 
         if int(os.environ.get(PART_ENV, "0") or 0) >= MAX_LEAK_RESTARTS:
             return  # enough new processes for one run: the rest share it (reported)
-        running = [s for s, _ in unrestorable if s.startswith(("<thread>:", "<process>:"))]
+        running = [
+            s
+            for s, _ in unrestorable
+            if s.startswith(("<thread>:", "<process>:", "<asyncio task>:"))
+        ]
         if not running:
             return
         _handoff(

@@ -72,6 +72,7 @@ from isolator._state import (
     moved_entries,
     nested_code,
 )
+from isolator._tasks import TaskWatch
 
 _ISOLATOR_DIR = os.path.dirname(os.path.abspath(__file__))
 _monotonic = time.monotonic  # (the original: a test may leave time frozen)
@@ -525,6 +526,7 @@ class Resetter:
         self.threads: set[threading.Thread] = set()
         self.children: dict[int, str] = {}  # running child processes (pid -> command)
         self.thread_count = 0  # _thread._count() when self.threads was taken
+        self.tasks: TaskWatch | None = None  # asyncio tasks pending at the baseline
         # Threads the test being checked left running (ids): see check_and_reset.
         self._held: set[int] = set()
         self._last_scope: tuple[object, str, Scope | None] = (None, "", None)
@@ -659,6 +661,7 @@ class Resetter:
         self.modules.swapped = self.swapped
         self.threads = set(threading.enumerate())
         self.thread_count = _thread._count()
+        self.tasks = TaskWatch()
         self.children = live_children() or {}
         # typing's memo caches of generic aliases (see _check_typing_caches).
         typing_mod = sys.modules.get("typing")
@@ -1024,6 +1027,8 @@ class Resetter:
             files.settle()
         if threads_moved:
             self._check_threads(out, leaked)
+        if self.tasks is not None:
+            out.unrestorable += self.tasks.left()
         if self._typing_caches:
             self._check_typing_caches(out)
         else:
@@ -2302,6 +2307,8 @@ class Resetter:
                     where, fn, old = t.codes[i]
                     t.codes[i] = (where, fn, fn.__code__)  # baseline until its teardown
                     codes.append((t, "code", i, old))
+        if self.tasks is not None:
+            self.tasks.note()  # tasks it left pending (a server's) are the baseline's
         threads: set[threading.Thread] = set()
         if _thread._count() != self.thread_count:
             threads = {th for th in threading.enumerate() if th not in self.threads}

@@ -1330,6 +1330,73 @@ def test_shutdown_leaves_no_monitor():
     )
 
 
+LOOP_CONFTEST = """
+import asyncio, pytest
+@pytest.fixture(scope="session")
+def loop():
+    loop = asyncio.new_event_loop()
+    yield loop
+    loop.close()
+@pytest.fixture(scope="session")
+def queue():
+    return asyncio.Queue()
+@pytest.fixture(scope="session")
+def ready():
+    return asyncio.Event()
+"""
+
+
+def test_asyncio_queues_events_and_tasks_left_on_a_shared_loop(pytester: pytest.Pytester) -> None:
+    # A session fixture's asyncio.Queue and Event are put back like any container; a task
+    # a test leaves pending on the session's loop runs on in later tests' turns of that
+    # loop: it is reported (and the test forked next time).  A task on a loop the test
+    # closed or dropped, or one its own loop cancelled, is nothing to report.
+    pytester.makeconftest(LOOP_CONFTEST)
+    pytester.makepyfile(
+        test_loop="""
+import asyncio, pytest
+@pytest.mark.parametrize("i", [1, 2])
+def test_queue(queue, i):
+    queue.put_nowait(i)
+    assert queue.qsize() == 1
+@pytest.mark.parametrize("i", [1, 2])
+def test_event(ready, i):
+    assert not ready.is_set()
+    ready.set()
+def test_closed_and_dropped_loops():
+    async def leave():
+        asyncio.get_running_loop().create_task(asyncio.sleep(100))
+        await asyncio.sleep(0)
+    asyncio.run(leave())
+    dropped = asyncio.new_event_loop()
+    dropped.run_until_complete(leave())
+def test_leaves_a_task(loop):
+    async def leave():
+        asyncio.get_running_loop().create_task(asyncio.sleep(100), name="lingering")
+    loop.run_until_complete(leave())
+def test_counts_tasks(loop):
+    async def count():
+        return len(asyncio.all_tasks())
+    assert loop.run_until_complete(count()) == 1
+""",
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator", "-W", "ignore")
+    # Under the plugin alone the rest of the run shares the loop (reported); `isolator
+    # run` goes on in a new process (tests/test_supervise.py).
+    result.assert_outcomes(passed=6, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*could not reset after test_loop.py::test_leaves_a_task: <asyncio task>:lingering:"
+            " task still pending after the test (running sleep)*",
+            "FAILED test_loop.py::test_counts_tasks*",
+        ]
+    )
+    assert "test_closed_and_dropped_loops:" not in result.stdout.str()
+    second = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator", "-W", "ignore")
+    second.assert_outcomes(passed=7)
+    second.stdout.fnmatch_lines(["*ran 1 test(s) in a forked child*<asyncio task>:lingering*"])
+
+
 SERVER_CONFTEST = """
 import http.server, threading
 import pytest

@@ -208,6 +208,49 @@ def test_takes_the_lock():
             assert "ran 1 test(s) in a forked child" in run.stdout
 
 
+def test_the_tests_after_one_that_left_an_asyncio_task_pending_continue_in_a_new_process(
+    pytester: pytest.Pytester,
+) -> None:
+    # The task would run during the next test's turn of the session's loop: the first run
+    # gives the later test its fresh-interpreter outcome in a new process, the next forks.
+    pytester.makeconftest(
+        """
+import asyncio, pytest
+@pytest.fixture(scope="session")
+def loop():
+    loop = asyncio.new_event_loop()
+    yield loop
+    loop.close()
+"""
+    )
+    pytester.makepyfile(
+        test_a="""
+import asyncio
+FIRED = []
+async def fire():
+    await asyncio.sleep(0.01)
+    FIRED.append(1)
+def test_leaves_a_task(loop):
+    async def leave():
+        asyncio.get_running_loop().create_task(fire())
+    loop.run_until_complete(leave())
+def test_sees_nothing_fire(loop):
+    loop.run_until_complete(asyncio.sleep(0.05))
+    assert FIRED == []
+"""
+    )
+    for run_no in (1, 2):
+        run = _run(pytester.path, "isolator", "run", "-v", "-W", "ignore")
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert "test_a.py::test_sees_nothing_fire PASSED" in run.stdout
+        if run_no == 1:
+            assert "left <asyncio task>:" in run.stdout
+            assert "the remaining tests continue in a new process" in run.stdout
+        else:
+            assert "continue in a new process" not in run.stdout
+            assert "ran 1 test(s) in a forked child" in run.stdout
+
+
 def test_a_process_dying_between_tests_blames_none_and_the_report_names_tests_as_pytest(
     pytester: pytest.Pytester,
 ) -> None:
