@@ -37,6 +37,7 @@ def collect(core: IsolatorPlugin) -> dict[str, Any]:
         "recovered": list(core.recovered),
         "unrestorable": {k: [list(p) for p in v] for k, v in core.unrestorable.items()},
         "fork_reasons": dict(core.fork_reasons),
+        "unforkable": dict(core.unforkable),
         "unwalkable": [list(u) for t in r.tables.values() for u in t.unwalkable],
         "truncated": [s for t in r.tables.values() for s in t.truncated],
         "emptied": [list(e) for e in r.emptied],
@@ -101,6 +102,7 @@ def merge(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
         "recovered": a["recovered"] + b["recovered"],
         "unrestorable": {**a["unrestorable"], **b["unrestorable"]},
         "fork_reasons": {**a["fork_reasons"], **b["fork_reasons"]},
+        "unforkable": {**a.get("unforkable", {}), **b.get("unforkable", {})},
         "unwalkable": _union(a["unwalkable"], b["unwalkable"]),
         "truncated": _union(a["truncated"], b["truncated"]),
         "emptied": _union(a["emptied"], b["emptied"]),
@@ -208,6 +210,16 @@ def write(data: dict[str, Any], fork_file: str, tr: Any) -> None:
         tr.write_line(
             f"ran {len(fork_reasons)} test(s) in a forked child: "
             + ", ".join(f"{why} ({n})" for why, n in reasons.most_common(_TOP))
+        )
+    unforkable: dict[str, list[str]] = data.get("unforkable", {})
+    if unforkable:
+        names = sorted({n for v in unforkable.values() for n in v})
+        tr.write_line(
+            f"ran {len(unforkable)} test(s) to fork in this process instead: threads that "
+            f"earlier tests left running ({', '.join(names[:_TOP])}) would be missing in a "
+            "forked child, and a test waiting on one would never end: "
+            + ", ".join(list(unforkable)[:_TOP]),
+            yellow=True,
         )
     unforked: list[str] = data.get("unforked", [])
     if unforked:

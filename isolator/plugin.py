@@ -180,6 +180,9 @@ class IsolatorPlugin:
         self.forked: dict[str, str] = {}
         self.fork_plan: dict[str, str] = {}
         self.fork_reasons: dict[str, str] = {}
+        # Tests to fork run here instead, with the threads left running that a child
+        # would not have (nodeid -> their names).
+        self.unforkable: dict[str, list[str]] = {}
         self.unforked: list[str] = []  # forked as fork.json said, and left nothing unreset
         self.forks: ForkRunner | None = None  # when the session starts resetting
         self.scoped: set[int] = set()
@@ -407,16 +410,23 @@ class IsolatorPlugin:
         if not self.active or forks is None:
             return None
         why = self.fork_plan.get(item.nodeid)
+        r = self.resetter
+        assert r is not None
         if not why:
             if not forks.chained:
                 return None
             # The previous test kept its state for this one, in a forked child: run there.
             why = "state-setter chain of a forked test"
+        elif not forks.chained and self.mode != "fork":
+            running = r.threads_left_running()
+            if running:
+                # Threads earlier tests left here would be missing in the child: this
+                # process shares them with the test (as with the tests after the leak).
+                self.unforkable[item.nodeid] = running
+                return None
         self.fork_reasons[item.nodeid] = why
         ihook = item.ihook
         ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-        r = self.resetter
-        assert r is not None
         keep = item.nodeid in self.keep_state_after
         # A test forked because an earlier run could not reset what it left: the child
         # checks again, and a test that left nothing of the kind runs here next time.

@@ -527,6 +527,8 @@ class Resetter:
         self.children: dict[int, str] = {}  # running child processes (pid -> command)
         self.thread_count = 0  # _thread._count() when self.threads was taken
         self.tasks: TaskWatch | None = None  # asyncio tasks pending at the baseline
+        # Threads tests left running (reported): see threads_left_running.
+        self.leaked: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
         # Threads the test being checked left running (ids): see check_and_reset.
         self._held: set[int] = set()
         self._last_scope: tuple[object, str, Scope | None] = (None, "", None)
@@ -2206,10 +2208,17 @@ class Resetter:
     def _check_threads(self, out: Outcome, leaked: list[threading.Thread]) -> None:
         for th in leaked:
             out.unrestorable.append((f"<thread>:{th.name}", "thread still running after the test"))
+        self.leaked.update(leaked)
         # Report each leaked thread once.
         self.threads = {th for th in threading.enumerate() if th.is_alive()}
         self.thread_count = _thread._count()
         self._held = set()
+
+    def threads_left_running(self) -> list[str]:
+        """Names of the threads that earlier tests left running and that still run.  A
+        forked child would have none of them: a test that hands work to one (a pool's
+        worker, started by whichever test first used the pool) would wait there forever."""
+        return [th.name for th in list(self.leaked) if th.is_alive()]
 
     # ------------------------------------------------------------- fixture scopes
 

@@ -1397,6 +1397,35 @@ def test_counts_tasks(loop):
     second.stdout.fnmatch_lines(["*ran 1 test(s) in a forked child*<asyncio task>:lingering*"])
 
 
+def test_a_test_to_fork_runs_here_while_a_thread_an_earlier_test_left_is_running(
+    pytester: pytest.Pytester,
+) -> None:
+    # The pool's worker, started by the first test that used the pool, is missing in a
+    # forked child: a forked test that hands the pool work would wait forever (asgiref's
+    # executors, with a test remembered in fork.json).  It runs in this process instead.
+    pytester.makepyfile(
+        test_pool="""
+import concurrent.futures, pytest
+POOL = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+def test_starts_the_worker():
+    assert POOL.submit(int, "1").result(timeout=10) == 1
+@pytest.mark.isolator_fork
+def test_hands_work_to_it():
+    assert POOL.submit(int, "2").result(timeout=10) == 2
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*could not reset after test_pool.py::test_starts_the_worker: <thread>:*",
+            "*ran 1 test(s) to fork in this process instead: threads that earlier tests left "
+            "running (ThreadPoolExecutor-*) would be missing in a forked child*"
+            "test_pool.py::test_hands_work_to_it*",
+        ]
+    )
+
+
 SERVER_CONFTEST = """
 import http.server, threading
 import pytest
