@@ -118,6 +118,10 @@ def _asked_for(config: pytest.Config) -> bool:
     return False
 
 
+# The sessions resetting in this process (at most one: see pytest_configure).
+_RESETTING: list[IsolatorPlugin] = []
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "isolator_fork: always run this test in a forked child process"
@@ -130,6 +134,12 @@ def pytest_configure(config: pytest.Config) -> None:
     mode = config.getoption("isolator_reset") or settings.reset
     if mode is None:
         mode = "minimal" if _asked_for(config) else "none"
+    if _RESETTING:
+        # A session that a test runs in this process (pytester's inline runs) is part of
+        # that test, whose state the outer session resets: a second resetter would take
+        # over the process-wide hooks (import finder, library-module watch) and remove
+        # them when it stops, and no later test of the outer session would be isolated.
+        mode = "none"
     if mode != "none":
         # Imported now, not when the tests start: the allocations of an import after
         # collection would bring on a garbage collection that a plain run does not have.
@@ -263,6 +273,8 @@ class IsolatorPlugin:
             if self.resetter is not None:
                 self.resetter.stop()
                 self.active = False
+                if self in _RESETTING:
+                    _RESETTING.remove(self)
                 self._save_forks()
                 self._save_memo()
                 self.resetter.save_static()
@@ -343,6 +355,7 @@ class IsolatorPlugin:
         if self.resetter.learn_memo:
             self._load_memo()
         self.active = True
+        _RESETTING.append(self)
         if self.fork_plan and can_fork:
             # Only a session with tests to fork needs the fork runner (nothing else can
             # start a chain in a child).

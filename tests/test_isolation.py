@@ -4650,3 +4650,33 @@ def test_later():
     )
     result = _isolated(pytester)
     result.assert_outcomes(passed=2)
+
+
+@pytest.mark.parametrize("inner_args", [(), ("-p", "isolator", "--reset=minimal")])
+def test_a_session_run_inside_a_test_leaves_the_outer_isolation_in_place(
+    pytester: pytest.Pytester, inner_args: tuple[str, ...]
+) -> None:
+    # pytester's inline runs start a pytest session in the test's process (faker's own
+    # suite does, through the testdir fixture).  Under `isolator run` (ISOLATOR_RUN in
+    # the environment), or asked for on its command line, that session started a second
+    # resetter; stopping it removed the outer one's import finder and library-module
+    # watch, and no test after it was isolated.
+    pytester.makeconftest('pytest_plugins = ["pytester"]')
+    pytester.makepyfile(
+        test_nested=f"""
+import string
+
+def test_inline_session(pytester):
+    pytester.makepyfile("def test_inner(): pass")
+    pytester.runpytest_inprocess(*{inner_args!r}).assert_outcomes(passed=1)
+
+def test_polluter():
+    string.digits = "x"
+
+def test_victim():
+    assert string.digits == "0123456789"
+"""
+    )
+    proc = _isolator(pytester.path, "run", "-q")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "3 passed" in proc.stdout
