@@ -630,8 +630,13 @@ class StateTable:
             self._watch(site, proxy, dict(proxy), CLASS, owner)
             for k, v in list(proxy.items()):
                 if type(v) is staticmethod or type(v) is classmethod:
-                    # Nothing to watch in it, but its function may replace its code.
                     inner: Any = v.__func__
+                    if _is_lru_cache(inner):
+                        # ``@classmethod`` over ``@lru_cache``: a memo like a module's own,
+                        # whose entries a test learned from state it changed.
+                        self._walk(f"{site}.{k}", inner, modname, prefixes, depth + 1, budget)
+                        continue
+                    # Nothing to watch in it, but its function may replace its code.
                     if type(inner) is types.FunctionType and _is_project(
                         inner.__module__, prefixes
                     ):

@@ -82,6 +82,17 @@ import functools
 def rate(code):
     return SETTINGS.get("rate", 1.0)
 
+class Rates:
+    @classmethod
+    @functools.lru_cache(maxsize=None)
+    def rate(cls, code):
+        return SETTINGS.get("rate", 1.0)
+
+    @staticmethod
+    @functools.lru_cache(maxsize=None)
+    def static_rate(code):
+        return SETTINGS.get("rate", 1.0)
+
 def greet(*, who="world"):
     return who
 
@@ -155,6 +166,15 @@ PAIRS = {
     "lru_cache": (
         "pkg.SETTINGS['rate'] = 2.0; pkg.rate('x'); del pkg.SETTINGS['rate']",
         "assert pkg.rate('x') == 1.0",
+    ),
+    # (under the decorators that bind it to a class)
+    "lru_cache_classmethod": (
+        "pkg.SETTINGS['rate'] = 2.0; pkg.Rates.rate('x'); del pkg.SETTINGS['rate']",
+        "assert pkg.Rates.rate('x') == 1.0",
+    ),
+    "lru_cache_staticmethod": (
+        "pkg.SETTINGS['rate'] = 2.0; pkg.Rates.static_rate('x'); del pkg.SETTINGS['rate']",
+        "assert pkg.Rates.static_rate('x') == 1.0",
     ),
     "environ": ("os.environ['ISO_T'] = '1'", "assert 'ISO_T' not in os.environ"),
     "cwd": ("os.chdir(os.path.dirname(os.getcwd()))", "assert os.path.exists('pkg.py')"),
