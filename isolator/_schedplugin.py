@@ -94,6 +94,18 @@ def pytest_configure(config: pytest.Config) -> None:
         install_worker_events(config)
 
 
+def _grouped_by_fixture_params(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The collection order as pytest itself runs it: grouped by the parameters of class-,
+    module- and session-scoped fixtures (``test_a[x], test_b[x], test_a[y], ...``).
+    Taken in raw collection order, those alternate, and each test set such a fixture up
+    again (typeguard's module fixture re-instruments a module for each of its 100 tests)."""
+    try:
+        from _pytest.fixtures import reorder_items
+    except ImportError:  # pragma: no cover (pytest's own function, there since 3.0)
+        return items
+    return list(reorder_items(items))
+
+
 def reset_mode(config: pytest.Config) -> str:
     """The core plugin's reset mode; "none" when the core plugin is not active."""
     core = config.pluginmanager.get_plugin(CORE_NAME)
@@ -268,7 +280,8 @@ class SchedPlugin:
                 self.pulled[setter] = target
                 current.append(setter)
             self._fix_deselected_stats(self.pulled)
-        declared = [t for t in self.pool if t in by_id] + [t for t in current if t not in self.pool]
+        collected = _grouped_by_fixture_params([by_id[t] for t in self.pool if t in by_id])
+        declared = [i.nodeid for i in collected] + [t for t in current if t not in self.pool]
         requested = scheduler.requested_order(
             current,
             self.order,

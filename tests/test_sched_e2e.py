@@ -590,3 +590,39 @@ def test_a_setter_chain_into_a_class_leaves_its_state_out_of_the_class_fixture(
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator", "-v")
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(["*1 state-setter chain(s) kept together*"])
+
+
+PARAM_FIXTURE = """
+import pytest
+
+@pytest.fixture(scope="module", params=["x", "y"])
+def mode(request):
+    return request.param
+
+def test_a(mode):
+    pass
+
+def test_b(mode):
+    pass
+"""
+
+
+def test_declared_and_reverse_orders_keep_the_grouping_by_fixture_parameters(
+    pytester: pytest.Pytester,
+) -> None:
+    # pytest runs a module-scoped fixture's tests grouped by its parameter, setting it up
+    # once for each.  --order=declared took the raw collection order (test_a[x], test_a[y],
+    # test_b[x], ...) instead, which set the fixture up again for every test: typeguard's
+    # module fixture, which instruments a module, made its file 25 times slower.
+    pytester.makepyfile(test_params=PARAM_FIXTURE)
+    xml = pytester.path / "out.xml"
+
+    def order(*args: str) -> list[str]:
+        result = pytester.runpytest_subprocess("-p", "no:randomly", f"--junitxml={xml}", *args)
+        result.assert_outcomes(passed=4)
+        return [c.get("name", "") for c in ElementTree.parse(xml).iter("testcase")]
+
+    plain = order("-p", "no:isolator")
+    assert plain == ["test_a[x]", "test_b[x]", "test_a[y]", "test_b[y]"]
+    assert order("-p", "isolator", "--order=declared") == plain
+    assert order("-p", "isolator", "--order=reverse") == plain[::-1]
