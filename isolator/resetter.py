@@ -2199,10 +2199,17 @@ class Resetter:
         self.children = now  # each reported once
 
     def _leaked_threads(self) -> list[threading.Thread]:
-        """Threads started since the baseline and still running (given 50 ms to end)."""
+        """Threads started since the baseline and still running (given 50 ms to end, and
+        50 ms more after a collection: an idle pool's worker ends once the collector frees
+        the executor that only a reference cycle, an exception's traceback, still held)."""
         leaked = [th for th in threading.enumerate() if th not in self.threads and th.is_alive()]
         for th in leaked:
             th.join(0.05)
+        leaked = [th for th in leaked if th.is_alive()]
+        if leaked:
+            gc.collect()
+            for th in leaked:
+                th.join(0.05)
         return [th for th in leaked if th.is_alive()]
 
     def _check_threads(self, out: Outcome, leaked: list[threading.Thread]) -> None:

@@ -251,6 +251,34 @@ def test_sees_nothing_fire(loop):
             assert "ran 1 test(s) in a forked child" in run.stdout
 
 
+def test_a_pool_worker_that_only_a_reference_cycle_kept_running_is_not_left_running(
+    pytester: pytest.Pytester,
+) -> None:
+    # An idle pool's worker thread ends when its executor is freed; here only a cycle holds
+    # the executor (as an exception's traceback holds the frame that made it), so the
+    # worker ends at the next collection.  It used to be reported as left running: the
+    # rest of the run went on in a new process, and the test was forked from then on.
+    pytester.makepyfile(
+        test_pool="""
+from concurrent.futures import ThreadPoolExecutor
+
+def test_pool_in_a_cycle():
+    pool = ThreadPoolExecutor(max_workers=1)
+    assert pool.submit(int, "1").result() == 1
+    cycle = {"pool": pool}
+    cycle["self"] = cycle
+
+def test_after():
+    pass
+"""
+    )
+    run = _run(pytester.path, "isolator", "run")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "could not reset" not in run.stdout
+    assert "continue in a new process" not in run.stdout
+    assert not (pytester.path / ".isolator" / "fork.json").exists()
+
+
 def test_a_process_dying_between_tests_blames_none_and_the_report_names_tests_as_pytest(
     pytester: pytest.Pytester,
 ) -> None:
