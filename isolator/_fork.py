@@ -14,6 +14,8 @@ import importlib
 import json
 import os
 import struct
+import sys
+import threading
 import traceback
 import warnings
 from collections.abc import Callable
@@ -165,6 +167,7 @@ def _child_loop(
     out = os.fdopen(rep_fd, "wb")
     logged = _Logged.install(config)
     _forget_parent_finalizers(item.session)
+    _revive_thread_pools()
     if before is not None:
         before()
     while True:
@@ -219,6 +222,26 @@ def _child_loop(
     if after is not None:
         after()
     return 0
+
+
+def _revive_thread_pools() -> None:
+    """In a new child: the thread pools made in the parent (a session fixture's, asyncio's
+    default executor, one an earlier test started) count workers that the child does not
+    have, as a fork copies only the thread that forks, and work handed to them would
+    wait forever.  Each forgets those workers: its next ``submit`` starts one here."""
+    pools = sys.modules.get("concurrent.futures.thread")
+    workers = getattr(pools, "_threads_queues", None)
+    if not workers:
+        return
+    for th in list(workers):
+        try:
+            pool = th._args[0]()  # (the worker's target holds a weak reference to it)
+            if pool is not None:
+                pool._threads.discard(th)
+                pool._idle_semaphore = threading.Semaphore(0)
+            del workers[th]  # (nothing to join at the child's exit)
+        except Exception:  # noqa: S112  (another version's internals: left as they are)
+            continue
 
 
 def _forget_parent_finalizers(session: pytest.Session) -> None:

@@ -1446,6 +1446,36 @@ def test_hands_work_to_it():
     )
 
 
+def test_a_forked_test_can_use_a_thread_pool_whose_workers_the_parent_started(
+    pytester: pytest.Pytester,
+) -> None:
+    # A fork copies only the forking thread: the session pool's worker is missing in the
+    # child, and its work used to wait there forever (a timeout here).
+    pytester.makeconftest(
+        """
+import concurrent.futures, pytest
+@pytest.fixture(scope="session")
+def pool():
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        assert pool.submit(int, "0").result(timeout=10) == 0  # its worker runs
+        yield pool
+"""
+    )
+    pytester.makepyfile(
+        test_pool="""
+import pytest
+def test_here(pool):
+    assert pool.submit(int, "1").result(timeout=10) == 1
+@pytest.mark.isolator_fork
+def test_forked(pool):
+    assert pool.submit(int, "2").result(timeout=10) == 2
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator", timeout=120)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*ran 1 test(s) in a forked child*"])
+
+
 SERVER_CONFTEST = """
 import http.server, threading
 import pytest
