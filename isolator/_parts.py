@@ -183,3 +183,33 @@ def merge_junit(parts: list[str], target: str, crashed: list[tuple[str, str]]) -
     tmp = target + ".tmp"
     ET.ElementTree(root).write(tmp, encoding="utf-8", xml_declaration=True)
     os.replace(tmp, target)
+
+
+# Categories in the order of pytest's last line; others follow in theirs.
+_ORDER = ("failed", "passed", "skipped", "deselected", "xfailed", "xpassed", "warnings", "error")
+_PLURAL = {"warnings": ("warning", "warnings"), "error": ("error", "errors")}
+
+
+def whole_run_line(sups: list[str], seconds: float) -> str | None:
+    """pytest's last line for a run made of several processes, each of which printed its
+    own: their counts added up.  None when a part left no counts (it crashed)."""
+    from isolator.plugin import COUNTS_FILE
+
+    total: dict[str, int] = {}
+    for sup in sups:
+        try:
+            counts = read_json(os.path.join(sup, COUNTS_FILE))
+        except StoreError:
+            return None
+        if not isinstance(counts, dict):
+            return None
+        for k, n in counts.items():
+            if isinstance(k, str) and isinstance(n, int):
+                total[k] = total.get(k, 0) + n
+    keys = [k for k in _ORDER if total.get(k)] + sorted(k for k in total if k not in _ORDER)
+    words = []
+    for k in keys:
+        one, many = _PLURAL.get(k, (k, k))
+        words.append(f"{total[k]} {one if total[k] == 1 else many}")
+    done = ", ".join(words) or "no tests ran"
+    return f"isolator: the whole run, in {len(sups)} processes: {done} in {seconds:.2f}s"

@@ -107,6 +107,12 @@ def _remove(work: str) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def _now() -> float:
+    import time  # (built into the interpreter: no module file is read)
+
+    return time.perf_counter()
+
+
 def _supervise(pytest_args: list[str], work: str, default_reset: bool) -> int:
     junit, _, _ = _junit_target(pytest_args)
     # --junitxml from the configuration (ini addopts), which the child tells of, and the
@@ -120,9 +126,12 @@ def _supervise(pytest_args: list[str], work: str, default_reset: bool) -> int:
     codes: list[int] = []
     env = dict(os.environ, ISOLATOR_RUN="1")
     failed = 0  # failed reports of the parts so far (each part carries on their count)
+    sups: list[str] = []
+    t0 = _now()
     for attempt in range(_MAX_RESTARTS + 1):
         sup = os.path.join(work, f"part{attempt}")
         os.makedirs(sup)
+        sups.append(sup)
         args = list(pytest_args)
         if junit is not None:
             part = os.path.join(work, f"junit{attempt}.xml")
@@ -248,6 +257,12 @@ def _supervise(pytest_args: list[str], work: str, default_reset: bool) -> int:
             + ", ".join(f"after {n} ({how})" for n, how in between)
             + "\n"
         )
+    if len(sups) > 1 and not crashed and not between:
+        from isolator import _parts
+
+        line = _parts.whole_run_line(sups, _now() - t0)
+        if line is not None:
+            sys.stdout.write(line + "\n")
     return _combine(codes)
 
 

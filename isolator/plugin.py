@@ -493,6 +493,8 @@ class IsolatorPlugin:
             self._forget_forks()
         sup = self._supervised()
         if sup:
+            # The supervisor adds up the parts of a run that went on in a new process.
+            _handoff(os.path.join(sup, COUNTS_FILE), _outcome_counts(session))
             with open(os.path.join(sup, "finished"), "w", encoding="ascii") as f:
                 f.write("1\n")
 
@@ -909,6 +911,19 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     core = session.config.pluginmanager.get_plugin("isolator-core")
     if isinstance(core, IsolatorPlugin) and core.mode != "none":
         session.config.pluginmanager.register(_ProtocolWrapper(core), "isolator-protocol")
+
+
+COUNTS_FILE = "counts.json"
+
+
+def _outcome_counts(session: pytest.Session) -> dict[str, int]:
+    """This process's outcome counts as pytest's last line gives them (``passed``,
+    ``failed``, ``warnings`` ...: the terminal reporter's categories)."""
+    tr = session.config.pluginmanager.get_plugin("terminalreporter")
+    stats = getattr(tr, "stats", None)
+    if not isinstance(stats, dict):
+        return {}
+    return {k: len(v) for k, v in stats.items() if k and isinstance(k, str) and v}
 
 
 def _handoff(path: str, data: object) -> None:

@@ -203,9 +203,12 @@ def test_takes_the_lock():
         assert (suite.get("tests"), suite.get("failures")) == ("3", "1")
         if run_no == 1:
             assert "the remaining tests continue in a new process" in run.stdout
+            # Each process printed its own counts; the supervisor adds them up.
+            assert "isolator: the whole run, in 2 processes: 1 failed, 2 passed in" in run.stdout
         else:
             assert "continue in a new process" not in run.stdout
             assert "ran 1 test(s) in a forked child" in run.stdout
+            assert "the whole run" not in run.stdout
 
 
 def test_the_tests_after_one_that_left_an_asyncio_task_pending_continue_in_a_new_process(
