@@ -27,6 +27,7 @@ from isolator._state import (
     _ClassOf,
     any_subclassed,
     image_epoch,
+    lengths,
     moved_entries,
     ne_all,
     parts_epoch,
@@ -157,7 +158,7 @@ class Scope:
         if None in parts:  # a table's parts were dropped: made again
             parts = [t.parts() for t in tables]
         self._parts = parts
-        self._segs = list(map(_segments, parts))
+        self._segs = list(map(_table_segments, tables, parts))
         self._parts_epoch = parts_epoch[0]
         self._sizes_epoch = sizes_epoch[0]
         for name, get in zip(_PART_NAMES, _PART):
@@ -182,7 +183,7 @@ class Scope:
         # (``old`` and ``segs`` follow each splice: the next one's offsets hold.)
         for j in changed:
             p = tables[j].parts()
-            sp = _segments(p)
+            sp = _table_segments(tables[j], p)
             for flat, get in zip(flats, _PART):
                 a = sum(map(len, map(get, old[:j])))
                 flat[a : a + len(get(old[j]))] = get(p)
@@ -239,18 +240,36 @@ class Scope:
         """The table of each entry of the flat list of part ``k`` (slow path only)."""
         return _cat(map(itertools.repeat, self.tables, map(len, map(_PART[k], self._parts))))
 
-    def _sync_image(self) -> None:
-        """The tagged tables' views and images laid end to end (the image made again
-        whenever a table's image changed: after a test that wrote a tagged dict; the views,
-        hundreds, only when a table's were made again)."""
-        tagged = self.tagged
+    def _sync_views(self) -> None:
+        """The tagged tables' views laid end to end (hundreds: joined again only when a
+        table's were made again)."""
         if self._views_epoch != views_epoch[0]:
+            tagged = self.tagged
             self.views = list(_cat(map(_VVIEWS, tagged)))
             # Where each tagged table's tags end in the image, counted in tags.
             self.ends = list(itertools.accumulate(map(len, map(_VVIEWS, tagged))))
             self._views_epoch = views_epoch[0]
-        self.image = b"".join(map(_VIMAGE, tagged))
+
+    def _sync_image(self) -> None:
+        """The tagged tables' views and images laid end to end (the image made again
+        whenever a table's image changed: after a test that wrote a tagged dict)."""
+        self._sync_views()
+        self.image = b"".join(map(_VIMAGE, self.tagged))
         self._epoch = image_epoch[0]
+
+    def tags(self) -> bytes:
+        """Every tagged dict's version tag as it is now, in ``tagged`` order (one C call
+        over the joined views)."""
+        self._fresh()
+        self._sync_views()
+        return b"".join(self.views)
+
+    def lengths(self) -> list[int]:
+        """The length of every compared object: the builtin containers' in C, whatever
+        the others are (one container subclass among them must not send thousands of
+        lists through :func:`length` one Python call each)."""
+        self._fresh()
+        return [*map(len, self.plain_lives), *lengths(self.odd_lives, self.subclassed)]
 
     def dirty_tables(self, defaults: bool = True, classes: bool = True) -> list[StateTable]:
         """The tables in scope that may have changed (in scope order); [] when none did.
@@ -413,6 +432,18 @@ def _segments(p: Any) -> tuple[list[Any], ...]:
         class_objs,
         class_old,
     )
+
+
+def _table_segments(t: StateTable, p: Any) -> tuple[list[Any], ...]:
+    """:func:`_segments` of a table's parts, kept on the table while those parts stay: a
+    fixture that changed one table makes every scope anew, and hundreds of unchanged
+    tables are not split again (a scope changes its lists only when parts change)."""
+    got = t.segs
+    if got is not None and got[0] is p:
+        return got[1]
+    segs = _segments(p)
+    t.segs = (p, segs)
+    return segs
 
 
 class Reach:

@@ -356,6 +356,23 @@ _UNSEEN: Final = 2**64 - 1  # in a table's tag image: a tag no dict has (a 64-bi
 _UNSEEN_BYTES: Final = b"\xff" * 8
 
 
+class SeenBeside(set[int]):
+    """The objects a new table walked, seen together with those other tables watch (their
+    own sets, read where they are): a project module a test imports is snapshotted
+    beside a baseline of a hundred thousand objects, which a copy per import would cost
+    milliseconds to make.  The other sets only grow (a learned entry's objects join its
+    table's): what they hold later is watched there, and stays out of this table too."""
+
+    __slots__ = ("others",)
+
+    def __init__(self, others: list[set[int]]):
+        super().__init__()
+        self.others = others
+
+    def __contains__(self, x: object) -> bool:
+        return set.__contains__(self, x) or any(x in s for s in self.others)
+
+
 class StateTable:
     """Watches over the state of a set of modules; see the module docstring for the shape."""
 
@@ -415,6 +432,7 @@ class StateTable:
         self._cidx_subclassed: bool | None = None  # see dirty_watches (None: not known)
         self.slots: _SlotCheck | None = None  # the slot-only objects' watches, if any
         self._parts: Parts | None = None  # see parts()
+        self.segs: tuple[Parts, tuple[list[Any], ...]] | None = None  # (see _reach)
 
     # ---------------------------------------------------------------- building
 

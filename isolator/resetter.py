@@ -60,6 +60,7 @@ from isolator._state import (
     SET,
     SLOTS,
     TAGS,
+    SeenBeside,
     StateTable,
     _cell_get,
     _diff_keys,
@@ -68,7 +69,6 @@ from isolator._state import (
     cache_dict,
     key_repr,
     leave_entered_context,
-    lengths,
     moved_entries,
     nested_code,
 )
@@ -521,6 +521,8 @@ class Resetter:
         # Names of the project modules whose first import took a snapshot of their state
         # (see _module_snapshot): the only ones _project_snapshots looks at.
         self._snapshotted: set[str] = set()
+        # The tables' distinct sets of watched objects, for the tables they were read from.
+        self._seen_sets: tuple[object, list[set[int]]] = (None, [])
         self.swapped: list[types.ModuleType] = []
         self.frames: list[Frame] = []
         self.threads: set[threading.Thread] = set()
@@ -721,9 +723,7 @@ class Resetter:
         tag and the length of every other tracked container (compared before and after
         the import)."""
         scope = self.reach.all()
-        lives = scope.compared()
-        tags = b"".join([v for t in scope.tagged for v in t.vviews])
-        return self._process_state(), tags, lengths(lives, scope.subclassed)
+        return self._process_state(), scope.tags(), scope.lengths()
 
     def _process_state(self) -> object:
         """A value that two calls return equal only when the process probes found the same
@@ -784,11 +784,12 @@ class Resetter:
         and what puts that back (when the module is reinstated for a later test)."""
         if not self.is_project(mod):
             return None
-        seen: set[int] = set()
         # Objects of the baseline belong to their own tables (which share a few sets).
-        for ids in {id(t._seen): t._seen for t in self.tables.values()}.values():
-            seen |= ids
-        t = StateTable(seen)
+        tables = self.tables
+        if self._seen_sets[0] is not tables:
+            sets = list({id(t._seen): t._seen for t in tables.values()}.values())
+            self._seen_sets = (tables, sets)
+        t = StateTable(SeenBeside(self._seen_sets[1]))
         try:
             t.add_module(mod, (*self.project, mod.__name__), self._imported_names(mod))
         except Exception:
