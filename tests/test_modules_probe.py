@@ -543,6 +543,42 @@ def test_third():
     plain.assert_outcomes(passed=1, failed=2)
 
 
+def test_an_import_that_only_appends_to_a_list_runs_again_beside_a_container_subclass(
+    pytester: pytest.Pytester,
+) -> None:
+    # ``pkg.plugin``'s import only appends to a list of ``pkg.registry`` (seen by the
+    # lengths the probe takes around a first import), and the registry also holds a list
+    # subclass with a ``__len__`` of its own (measured as a list counts): the append is
+    # still seen, the reset empties the list, and the second test's import runs the
+    # module again, as in a fresh process.
+    pytester.makepyfile(
+        **{
+            "pkg/__init__.py": "",
+            "pkg/registry.py": (
+                "class Bag(list):\n    def __len__(self):\n        return 0\n\n"
+                "BAG = Bag([1])\nITEMS = []\n"
+            ),
+            "pkg/plugin.py": "from pkg import registry\nregistry.ITEMS.append('plugin')\n",
+        }
+    )
+    pytester.makepyfile(
+        test_plugin="""
+from pkg import registry
+
+def _use():
+    import pkg.plugin
+    assert registry.ITEMS == ["plugin"]
+
+def test_first():
+    _use()
+
+def test_second():
+    _use()
+"""
+    )
+    _run(pytester).assert_outcomes(passed=2)
+
+
 def test_a_project_module_changed_while_unloaded_comes_back_as_its_import_left_it(
     pytester: pytest.Pytester,
 ) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import pathlib
+import types
+from typing import Any
 
 import pytest
 
@@ -181,3 +183,70 @@ def test_a_scope_puts_a_changed_tables_watches_in_place_as_a_new_layout_would() 
     mods[1].D["new"][1].append(7)
     mods[2].L.append(3)
     assert scope.dirty_tables() == [tables[1], tables[2]]
+
+
+def _three_tables() -> tuple[list[Any], list[types.ModuleType]]:
+    from isolator._state import StateTable
+
+    seen: set[int] = set()
+    tables, mods = [], []
+    for name in _PROJECT:
+        mod = types.ModuleType(name)
+        mod.L = [1, 2]  # type: ignore[attr-defined]
+        mod.O = _Odd([3])  # type: ignore[attr-defined]
+        mod.D = {"k": [4]}  # type: ignore[attr-defined]
+        t = StateTable(seen)
+        t.add_module(mod, _PROJECT)
+        tables.append(t)
+        mods.append(mod)
+    return tables, mods
+
+
+def test_a_new_scope_reuses_the_segments_of_unchanged_tables_only() -> None:
+    # Every fixture set-up that changes a table makes the scopes anew: the tables whose
+    # parts stayed keep their segments, a changed table's are made from its new parts,
+    # and the flat lists are what a layout from scratch gives.
+    tables, mods = _three_tables()
+    scope = _reach.Scope(tables)
+    _settle(scope)
+    old = list(scope._segs)
+    t, mod = tables[1], mods[1]
+    i = t.sites.index("t_m:D")
+    entry = ([5], _Odd([6]))
+    mod.D["new"] = entry  # type: ignore[attr-defined]
+    t.snaps[i]["new"] = entry
+    t.watch_kept(i, [("new", entry)], _PROJECT)
+    again = _reach.Scope(tables)
+    assert again._segs[0] is old[0] and again._segs[2] is old[2]
+    assert again._segs[1] is not old[1]
+    for table in tables:
+        table.segs = None
+    assert _flat(again) == _flat(_reach.Scope(tables))
+
+
+def test_the_import_probe_lengths_see_plain_and_odd_containers_change() -> None:
+    # The builtin containers are measured in C, the container subclasses one by one (as
+    # their built-in base counts): a change in either kind shows, whichever is beside.
+    tables, mods = _three_tables()
+    scope = _reach.Scope(tables)
+    _settle(scope)
+    assert scope.subclassed
+    first = scope.lengths()
+    assert len(first) == len(scope.lives)
+    mods[2].L.append(3)  # type: ignore[attr-defined]
+    second = scope.lengths()
+    assert second != first
+    list.append(mods[0].O, 4)  # type: ignore[attr-defined]
+    assert scope.lengths() != second
+
+
+def test_a_seen_set_beside_others_reads_them_and_adds_to_its_own() -> None:
+    from isolator._state import SeenBeside
+
+    a, b = {1, 2}, {3}
+    seen = SeenBeside([a, b])
+    assert 1 in seen and 3 in seen and 4 not in seen
+    seen.add(4)
+    assert 4 in seen and 4 not in a and 4 not in b
+    b.add(5)  # (the others only grow: what they watch later stays theirs)
+    assert 5 in seen
