@@ -523,6 +523,9 @@ class Resetter:
         self._snapshotted: set[str] = set()
         # The tables' distinct sets of watched objects, for the tables they were read from.
         self._seen_sets: tuple[object, list[set[int]]] = (None, [])
+        # For _watched_ids: the ids, and how many of each table's watches they hold.
+        self._live_ids: set[int] = set()
+        self._live_counts: dict[StateTable, int] = {}
         self.swapped: list[types.ModuleType] = []
         self.frames: list[Frame] = []
         self.threads: set[threading.Thread] = set()
@@ -2420,12 +2423,8 @@ class Resetter:
         if value is None or type(value) in _UNWATCHED_VALUES:
             return False
         site, prefixes = f"<fixture>:{name}", tuple(self.project)
-        t = StateTable(set())
-        t.add_value(site, value, prefixes)
-        if not (t.lives or t.cells or t.caches or t.opaque):
-            return False  # most values (a client, a path): nothing to watch, no more work
-        # Again, leaving out what the module tables watch already.
-        t = StateTable({id(live) for table in self.tables.values() for live in table.lives})
+        # Leaving out what the module tables watch already.
+        t = StateTable(SeenBeside([self._watched_ids()]))
         t.add_value(site, value, prefixes)
         if not (t.lives or t.cells or t.caches or t.opaque):
             return False
@@ -2435,6 +2434,24 @@ class Resetter:
         self._set_tables(tables)
         self._value_tables[key] = table_key
         return True
+
+    def _watched_ids(self) -> set[int]:
+        """The ids of the objects the tables watch, brought up to date with what each
+        table watched since (a table's watches are only ever added to): a class-scoped
+        fixture's value is not checked against a set of every watched object made anew.
+        Made again when a table left (the objects it kept alive may be gone)."""
+        tables = self.tables.values()
+        counts = self._live_counts
+        if not counts.keys() <= set(tables):
+            counts.clear()
+            self._live_ids = set()
+        ids = self._live_ids
+        for t in tables:
+            n, lives = counts.get(t, 0), t.lives
+            if len(lives) > n:
+                ids.update(map(id, itertools.islice(lives, n, None)))
+                counts[t] = len(lives)
+        return ids
 
     def _add_new_project_modules(self) -> None:
         names = sys.modules.keys() - self._module_names_seen

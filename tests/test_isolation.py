@@ -1174,6 +1174,36 @@ def test_after(registry):
     result.assert_outcomes(passed=5)
 
 
+def test_each_class_fixtures_new_value_is_watched_after_the_last_ones_teardown(
+    pytester: pytest.Pytester,
+) -> None:
+    # Each class gets a new dict from its class-scoped fixture, made after the previous
+    # one was torn down and freed: the new objects (which can take the freed ones' ids)
+    # are watched, so what a test adds is put back for the next test of the class.
+    classes = "".join(
+        f"""
+class TestBox{k}:
+    def test_adds(self, box):
+        box["items"].append({k})
+        box["more"] = [1]
+    def test_clean(self, box):
+        assert box == {{"items": []}}
+"""
+        for k in range(6)
+    )
+    pytester.makepyfile(
+        test_boxes="""
+import pytest
+@pytest.fixture(scope="class")
+def box():
+    return {"items": []}
+"""
+        + classes
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=12)
+
+
 def test_patches_of_a_module_fixture_stay_while_it_lives_and_a_stopall_is_reported(
     pytester: pytest.Pytester,
 ) -> None:
