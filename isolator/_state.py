@@ -361,7 +361,9 @@ class SeenBeside(set[int]):
     own sets, read where they are): a project module a test imports is snapshotted
     beside a baseline of a hundred thousand objects, which a copy per import would cost
     milliseconds to make.  The other sets only grow (a learned entry's objects join its
-    table's): what they hold later is watched there, and stays out of this table too."""
+    table's): what they hold later is watched there, and stays out of this table too.
+    Of another SeenBeside only its own part is read: what it reads beside is watched
+    by the tables themselves."""
 
     __slots__ = ("others",)
 
@@ -370,7 +372,9 @@ class SeenBeside(set[int]):
         self.others = others
 
     def __contains__(self, x: object) -> bool:
-        return set.__contains__(self, x) or any(x in s for s in self.others)
+        return set.__contains__(self, x) or any(
+            map(set.__contains__, self.others, itertools.repeat(x))
+        )
 
 
 class StateTable:

@@ -250,3 +250,6 @@ def test_a_seen_set_beside_others_reads_them_and_adds_to_its_own() -> None:
     assert 4 in seen and 4 not in a and 4 not in b
     b.add(5)  # (the others only grow: what they watch later stays theirs)
     assert 5 in seen
+    # Of another one, its own part: what it reads beside belongs to those sets' tables.
+    outer = SeenBeside([seen])
+    assert 4 in outer and 1 not in outer
