@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 import types
+import warnings
 import weakref
 from collections import Counter
 from collections.abc import Callable
@@ -353,6 +354,34 @@ def settle_gc() -> None:
     gc.unfreeze()
 
 
+_FD_DIR: Final = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else "/dev/fd"
+
+
+def open_fds() -> int:
+    """How many file descriptors the process holds; -1 where they cannot be listed."""
+    try:
+        return len(os.listdir(_FD_DIR))
+    except OSError:
+        return -1
+
+
+def free_dropped(fds: int) -> None:
+    """Free the garbage that holds file descriptors opened during the test, without the
+    ResourceWarning each gives when freed open.
+
+    An event loop a put-back global held (a policy made during the test) is garbage in a
+    cycle once the reset drops it: collected during a later test, its sockets' warnings
+    land there (an error under ``filterwarnings = error``), where a fresh process keeps
+    them until it exits.  A young collection first: a full one of a big heap costs 20 ms
+    or more, paid only when the young one left the descriptors open.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect(1)
+        if open_fds() > fds:
+            gc.collect()
+
+
 def _refused(exc: BaseException) -> str:
     return f"putting it back raised {type(exc).__name__}: {exc}"
 
@@ -532,6 +561,7 @@ class Resetter:
         self.children: dict[int, str] = {}  # running child processes (pid -> command)
         self.thread_count = 0  # _thread._count() when self.threads was taken
         self.tasks: TaskWatch | None = None  # asyncio tasks pending at the baseline
+        self.fds = -1  # open file descriptors at the start of the test (see free_dropped)
         # Threads tests left running (reported): see threads_left_running.
         self.leaked: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
         # Threads the test being checked left running (ids): see check_and_reset.
@@ -867,6 +897,7 @@ class Resetter:
     def begin_test(self) -> None:
         if not self.started:
             self._first_test()
+        self.fds = open_fds()
         # pytest runs every test inside warnings.catch_warnings() with its own filters and
         # restores them afterwards; compare against what the test started with -- unless the
         # previous test kept its state for this one (a chain), whose start is the reference.
@@ -1031,6 +1062,8 @@ class Resetter:
             # Files the test left open: those its objects closed as their state was put
             # back (a file held by a global) go now, not after the next test.
             files.settle()
+        if self.fds >= 0 and open_fds() > self.fds:
+            free_dropped(self.fds)
         if threads_moved:
             self._check_threads(out, leaked)
         if self.tasks is not None:

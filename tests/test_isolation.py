@@ -1447,6 +1447,50 @@ def test_counts_tasks(loop):
     second.stdout.fnmatch_lines(["*ran 1 test(s) in a forked child*<asyncio task>:lingering*"])
 
 
+def test_a_loop_the_reset_drops_warns_in_no_later_test(pytester: pytest.Pytester) -> None:
+    # pytest-asyncio 0.20's way: after each test a new loop is set in the policy for code
+    # that asks for "the" loop, closed by the next test's fixture.  The policy is made in
+    # the first test, so the reset drops it with that open loop, which is garbage in a
+    # cycle: its collection during a later test must not warn there (an error under
+    # filterwarnings = error), as no test alone in a fresh process sees it.
+    pytester.makeini("[pytest]\nfilterwarnings =\n    error\n")
+    pytester.makeconftest(
+        """
+import asyncio, warnings, pytest
+@pytest.fixture
+def event_loop():
+    policy = asyncio.get_event_loop_policy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            policy.get_event_loop().close()
+        except RuntimeError:
+            pass
+    loop = policy.new_event_loop()
+    policy.set_event_loop(loop)
+    yield loop
+    loop.close()
+    policy.set_event_loop(policy.new_event_loop())
+"""
+    )
+    pytester.makepyfile(
+        test_loops="""
+import asyncio, gc
+def test_first(event_loop):
+    assert event_loop.run_until_complete(asyncio.sleep(0, result=1)) == 1
+def test_collects():
+    gc.collect()
+def test_second(event_loop):
+    assert event_loop.run_until_complete(asyncio.sleep(0, result=2)) == 2
+    gc.collect()
+"""
+    )
+    plain = pytester.runpytest_subprocess("-p", "no:randomly")
+    plain.assert_outcomes(passed=3)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=3)
+
+
 def test_a_test_to_fork_runs_here_while_a_thread_an_earlier_test_left_is_running(
     pytester: pytest.Pytester,
 ) -> None:
