@@ -227,9 +227,16 @@ class FileGuard:
                 self._before_write(args[i], event)
 
     def _list_tree(self) -> dict[str, tuple[int, int, int, int]] | None:
+        """The scanned roots' listing; None where it is too large, or where listing raised:
+        it runs inside the test's own call that starts a process, and a checker of the
+        test's (one that forbids blocking calls while an event loop runs) must not fail
+        that call for our scan.  Without a listing, that test's children are not looked
+        at."""
         was, self._busy = self._busy, True
         try:
             tree = scan_tree(self.scan_roots, self.exempt)
+        except Exception:
+            return None
         finally:
             self._busy = was
         self._since_tree.clear()
@@ -708,7 +715,8 @@ def scan_tree(
     while todo:
         top = todo.pop()
         try:
-            entries = list(_scandir(top))
+            with _scandir(top) as it:  # closed even when a test's patch raises mid-way
+                entries = list(it)
         except OSError:
             continue
         for e in entries:

@@ -1262,6 +1262,11 @@ def _where(path: Any) -> tuple[Any, ...]:
 _CWD: list[Any] = [None, None]
 
 
+# Our own reference: a test may replace os.getcwd (a checker of blocking calls that raises
+# while an event loop runs), and the import system reads the directory from posix anyway.
+_getcwd: Final = os.getcwd
+
+
 def _cwd() -> str | None:
     """``os.getcwd()`` (None: deleted, so relative entries find nothing), read again only
     after the file guard saw a change of directory or a write (a rename of a directory
@@ -1272,7 +1277,7 @@ def _cwd() -> str | None:
     if key is not None and _CWD[0] == key:
         return _CWD[1]  # type: ignore[no-any-return]
     try:
-        cwd: str | None = os.getcwd()
+        cwd: str | None = _getcwd()
     except OSError:
         cwd = None
     _CWD[0], _CWD[1] = key, cwd

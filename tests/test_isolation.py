@@ -1491,6 +1491,53 @@ def test_second(event_loop):
     result.assert_outcomes(passed=3)
 
 
+def test_a_test_starting_a_process_under_a_blocking_call_checker(pytester: pytest.Pytester) -> None:
+    # Before a test's first process start the project's tree is listed (for the files a
+    # child writes), inside the test's own call.  A checker that forbids blocking calls
+    # while an event loop runs (anyio's suite, with blockbuster) raises there: the test's
+    # call must not fail for isolator's listing.
+    pytester.makepyfile(
+        test_spawn="""
+import subprocess, sys
+CHECKING = []
+def forbid(event, args):
+    if event == "os.scandir" and CHECKING:
+        raise RuntimeError("blocking call to os.scandir")
+sys.addaudithook(forbid)
+def test_runs_a_process():
+    CHECKING.append(True)
+    try:
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+    finally:
+        CHECKING.clear()
+"""
+    )
+    pytester.runpytest_subprocess("-p", "no:randomly").assert_outcomes(passed=1)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=1)
+
+
+def test_an_import_while_a_test_forbids_os_getcwd(pytester: pytest.Pytester) -> None:
+    # The import system reads the working directory from posix itself; isolator's finder
+    # asks for it too, on an import during the test.  A checker that replaces os.getcwd
+    # with one raising while an event loop runs (blockbuster) must not fail that import.
+    pytester.makepyfile(
+        fresh_mod="X = 1\n",
+        test_cwd="""
+import os
+def test_imports(monkeypatch):
+    def forbidden():
+        raise RuntimeError("blocking call to os.getcwd")
+    monkeypatch.setattr(os, "getcwd", forbidden)
+    import fresh_mod
+    assert fresh_mod.X == 1
+""",
+    )
+    pytester.runpytest_subprocess("-p", "no:randomly").assert_outcomes(passed=1)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=1)
+
+
 def test_a_test_to_fork_runs_here_while_a_thread_an_earlier_test_left_is_running(
     pytester: pytest.Pytester,
 ) -> None:
