@@ -42,6 +42,10 @@ _PATH_EVENTS: Final = {
     # Changes no file, but where relative paths lead: counted in ``writes`` only.
     "os.chdir": (),
 }
+# Events that change or remove what is at the path and make nothing where nothing is.
+_CHANGES_ONLY: Final = frozenset(
+    {"os.remove", "os.rmdir", "os.truncate", "os.chmod", "os.utime", "shutil.rmtree"}
+)
 # Events that start a process: only after one does the resetter look for leaked children.
 _SPAWN_EVENTS: Final = frozenset({"subprocess.Popen", "os.fork", "os.forkpty", "os.posix_spawn"})
 # Processes run to their end (no child left behind), which may have written files.
@@ -313,6 +317,11 @@ class FileGuard:
 
     def _save(self, path: str, event: str) -> None:
         if not _exists(path):
+            if event in _CHANGES_ONLY:
+                # Nothing there changes: nothing to put back.  Noted as absent, a file the
+                # caller then makes unseen (sqlite, after coverage erases its data file
+                # on first use in a plugin's set-up hook) would be removed under it.
+                return
             self.entries[path] = ("absent", "")
         elif _isdir(path) and not _islink(path):
             if event not in _TREE_EVENTS:

@@ -1538,6 +1538,44 @@ def test_imports(monkeypatch):
     result.assert_outcomes(passed=1)
 
 
+def test_a_file_removed_before_it_existed_then_made_unseen(pytester: pytest.Pytester) -> None:
+    # coverage with dynamic contexts: on first use, in a plugin's set-up hook, it erases
+    # its data file (not there yet), then sqlite makes it, out of the audit's sight.
+    # Removing a missing file changes nothing, so nothing is put back: removed after the
+    # test, the file would be gone under the open database.
+    pytester.makeconftest(
+        """
+import os, sqlite3
+DATA = os.path.abspath("data.db")
+def pytest_runtest_setup(item):
+    if not hasattr(item.config, "db_started"):  # (the runner's state, as coverage's is)
+        item.config.db_started = True
+        try:
+            os.remove(DATA)
+        except FileNotFoundError:
+            pass
+        con = sqlite3.connect(DATA)
+        con.execute("create table t (x)")
+        con.commit()
+        con.close()
+"""
+    )
+    pytester.makepyfile(
+        test_db="""
+import sqlite3
+from conftest import DATA
+def test_one():
+    pass
+def test_two():
+    sqlite3.connect(DATA).execute("select * from t").fetchall()
+"""
+    )
+    pytester.runpytest_subprocess("-p", "no:randomly").assert_outcomes(passed=2)
+    (pytester.path / "data.db").unlink()
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=2)
+
+
 def test_a_test_to_fork_runs_here_while_a_thread_an_earlier_test_left_is_running(
     pytester: pytest.Pytester,
 ) -> None:
