@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from isolator._store import StoreError, read_json
-from isolator._supervise import RESTART_FILE
+from isolator._supervise import COUNTS_FILE, RESTART_FILE
 
 
 def progress(sup: str) -> tuple[list[str], int | None, bool]:
@@ -193,8 +193,6 @@ _PLURAL = {"warnings": ("warning", "warnings"), "error": ("error", "errors")}
 def whole_run_line(sups: list[str], seconds: float) -> str | None:
     """pytest's last line for a run made of several processes, each of which printed its
     own: their counts added up.  None when a part left no counts (it crashed)."""
-    from isolator.plugin import COUNTS_FILE
-
     total: dict[str, int] = {}
     for sup in sups:
         try:

@@ -26,6 +26,8 @@ _MAX_RESTARTS = 50
 # seconds later) would pay a collection for each; the leaking tests are forked from the
 # next run on anyway.
 RESTART_FILE = "restart.json"
+# Each process's outcome counts, added up after a run that went on in a new process.
+COUNTS_FILE = "counts.json"
 PART_ENV = "ISOLATOR_PART"
 MAX_LEAK_RESTARTS = 1
 

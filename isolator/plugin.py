@@ -493,6 +493,8 @@ class IsolatorPlugin:
             self._forget_forks()
         sup = self._supervised()
         if sup:
+            from isolator._supervise import COUNTS_FILE
+
             # The supervisor adds up the parts of a run that went on in a new process.
             _handoff(os.path.join(sup, COUNTS_FILE), _outcome_counts(session))
             with open(os.path.join(sup, "finished"), "w", encoding="ascii") as f:
@@ -911,9 +913,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     core = session.config.pluginmanager.get_plugin("isolator-core")
     if isinstance(core, IsolatorPlugin) and core.mode != "none":
         session.config.pluginmanager.register(_ProtocolWrapper(core), "isolator-protocol")
-
-
-COUNTS_FILE = "counts.json"
 
 
 def _outcome_counts(session: pytest.Session) -> dict[str, int]:
