@@ -190,7 +190,7 @@ class Frame:
 
     __slots__ = (
         "key", "tables", "extras", "probes", "modules", "undo", "files", "threads",
-        "children",
+        "children", "fd",
     )  # fmt: skip
 
     def __init__(
@@ -210,6 +210,9 @@ class Frame:
         # Threads and child processes the fixture started (a server): baseline while it lives.
         self.threads: set[threading.Thread] = set()
         self.children: dict[int, str] = {}
+        # The lowest free descriptor when the test that set the fixture up began: what its
+        # teardown's reset drops (a policy with its loop) was opened at or above it.
+        self.fd = -1
 
 
 def _owner(t: StateTable, site: str) -> str:
@@ -564,6 +567,8 @@ class Resetter:
         self.thread_count = 0  # _thread._count() when self.threads was taken
         self.tasks: TaskWatch | None = None  # asyncio tasks pending at the baseline
         self.fd = -1  # the lowest free descriptor at the start of the test (free_dropped)
+        # The lowest of those of the fixtures torn down since the last check (-1: none).
+        self.popped_fd = -1
         # Threads tests left running (reported): see threads_left_running.
         self.leaked: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
         # Threads the test being checked left running (ids): see check_and_reset.
@@ -1064,10 +1069,16 @@ class Resetter:
             # Files the test left open: those its objects closed as their state was put
             # back (a file held by a global) go now, not after the next test.
             files.settle()
-        if out.reset and self.fd >= 0 and lowest_free_fd() > self.fd:
+        fd = self.fd
+        if self.popped_fd >= 0:
+            # A higher-scoped fixture's teardown: its baseline went, and what the reset
+            # drops now may have been opened by an earlier test (the session's loop).
+            fd = self.popped_fd if fd < 0 else min(fd, self.popped_fd)
+            self.popped_fd = -1
+        if out.reset and fd >= 0 and lowest_free_fd() > fd:
             # (Only a reset drops what held them: a test's own garbage is collected
             # when it would be in plain pytest.)
-            free_dropped(self.fd)
+            free_dropped(fd)
         if threads_moved:
             self._check_threads(out, leaked)
         if self.tasks is not None:
@@ -2414,6 +2425,7 @@ class Resetter:
         self._record_deltas(frame, dirty, keep_out)
         frame.extras += codes
         frame.threads, frame.children = threads, children
+        frame.fd = self.fd
         self.threads |= threads
         self.thread_count = _thread._count()
         self.children.update(children)
@@ -2542,6 +2554,8 @@ class Resetter:
         else:
             return
         frame = self.frames.pop(j)
+        if frame.fd >= 0 and (self.popped_fd < 0 or frame.fd < self.popped_fd):
+            self.popped_fd = frame.fd
         if frame.threads or frame.children:
             # Still running after the teardown: reported after the test that ends now.
             self.threads -= frame.threads

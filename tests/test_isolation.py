@@ -1491,6 +1491,49 @@ def test_second(event_loop):
     result.assert_outcomes(passed=3)
 
 
+def test_a_loop_a_session_teardown_drops_warns_at_no_session_end(
+    pytester: pytest.Pytester,
+) -> None:
+    # pytest-asyncio 1.0's way: a session fixture makes the policy; the first test's loop
+    # fixture sets a loop in it that stays there (in the policy's thread-local, which the
+    # tests share as plain pytest does).  The session teardown's reset drops the policy
+    # with that open loop, opened long before the last test began: collected at session
+    # end, its warnings made the run exit 3 under filterwarnings = error (aiosignal).
+    pytester.makeini("[pytest]\nfilterwarnings =\n    error\n")
+    pytester.makeconftest(
+        """
+import asyncio, pytest
+@pytest.fixture(scope="session", autouse=True)
+def event_loop_policy():
+    return asyncio.get_event_loop_policy()
+@pytest.fixture
+def event_loop(event_loop_policy):
+    if getattr(event_loop_policy._local, "_loop", None) is None:
+        event_loop_policy.set_event_loop(event_loop_policy.new_event_loop())
+    loop = event_loop_policy.new_event_loop()
+    yield loop
+    loop.close()
+"""
+    )
+    pytester.makepyfile(
+        test_loops="""
+import asyncio
+def test_first(event_loop):
+    assert event_loop.run_until_complete(asyncio.sleep(0, result=1)) == 1
+def test_between():
+    pass
+def test_last(event_loop):
+    assert event_loop.run_until_complete(asyncio.sleep(0, result=2)) == 2
+"""
+    )
+    plain = pytester.runpytest_subprocess("-p", "no:randomly")
+    plain.assert_outcomes(passed=3)
+    assert plain.ret == 0
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=3)
+    assert result.ret == 0, result.stdout.str()
+
+
 def test_a_test_starting_a_process_under_a_blocking_call_checker(pytester: pytest.Pytester) -> None:
     # Before a test's first process start the project's tree is listed (for the files a
     # child writes), inside the test's own call.  A checker that forbids blocking calls
