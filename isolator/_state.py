@@ -703,10 +703,15 @@ class StateTable:
             self._watch(site, _VarView(value), _VarView(value).values(), _VIEW, None)
             return
         if isinstance(value, _thread._local):
-            # The running thread's attributes (tests run in the main thread).
+            # The running thread's attributes (tests run in the main thread), and what they
+            # hold, as an instance's (a subclass's __init__ fills a list per thread).
             idict = getattr(value, "__dict__", None)
             if type(idict) is dict:
                 self._watch(site, idict, dict(idict), INSTANCE, None)
+                if depth <= _INSTANCE_VALUES_DEPTH:
+                    for k, v in list(idict.items()):
+                        if type(v) not in _IMMUTABLE_EXACT and not isinstance(v, _IMMUTABLE):
+                            self._walk(f"{site}.{k}", v, modname, prefixes, depth + 1, budget)
             return
         if isinstance(value, _WEAK_CONTAINERS):
             # A weak cache of canonical instances: the entries a test added must go, or the

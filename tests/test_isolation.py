@@ -118,6 +118,10 @@ def describe(x):
     return "thing"
 REQUEST_ID = contextvars.ContextVar("request_id", default=None)
 LOCAL = threading.local()
+class Stack(threading.local):  # a per-thread stack, filled in each thread's __init__
+    def __init__(self):
+        self.frames = []
+STACK = Stack()
 
 ORDERED = collections.OrderedDict(a=1, b=2, c=3)
 PLUGINS = {"a": 1, "b": 2, "c": 3}
@@ -277,6 +281,7 @@ PAIRS = {
     ),
     "context_var": ("pkg.REQUEST_ID.set('abc')", "assert pkg.REQUEST_ID.get() is None"),
     "thread_local": ("pkg.LOCAL.user = 'bob'", "assert not hasattr(pkg.LOCAL, 'user')"),
+    "thread_local_list": ("pkg.STACK.frames.append(1)", "assert pkg.STACK.frames == []"),
     "ordered_dict_order": (
         "pkg.ORDERED.move_to_end('a')",
         "assert list(pkg.ORDERED) == ['a', 'b', 'c']",
