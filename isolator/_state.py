@@ -733,6 +733,10 @@ class StateTable:
             # A generator's state is no attribute: watched through getstate().
             self._watch(site, _RandomView(value), _RandomView(value).values(), _VIEW, None)
             return
+        if _is_event_loop(cls):
+            # A loop the tests share (a session fixture's): its settings, not its machinery.
+            self._watch(site, _LoopView(value), _LoopView(value).values(), _VIEW, None)
+            return
         if (
             cls is not types.SimpleNamespace
             and not _is_project(getattr(cls, "__module__", None), prefixes)
@@ -1657,6 +1661,46 @@ class _RandomView(_Compared):
     def restore(self, snap: tuple[object, ...]) -> None:
         if self.values() != snap:
             self.rng.setstate(snap[0])
+
+
+def _is_event_loop(cls: type) -> bool:
+    """An asyncio event loop (uvloop's too): asyncio is imported once one exists."""
+    aio = sys.modules.get("asyncio")
+    base = getattr(aio, "AbstractEventLoop", None)
+    return base is not None and issubclass(cls, base)
+
+
+class _LoopView(_Compared):
+    """An event loop's settings a test may change on a loop other tests use: debug mode,
+    exception handler, task factory, slow-callback threshold; put back through the loop's
+    setters.  Its tasks, callbacks and executor are the loop's running state (a task left
+    pending is checked as such)."""
+
+    __slots__ = ("loop",)
+
+    def __init__(self, loop: Any):
+        self.loop = loop
+
+    def values(self) -> tuple[object, ...]:
+        loop = self.loop
+        return (
+            loop.get_debug(),
+            loop.get_exception_handler(),
+            loop.get_task_factory(),
+            getattr(loop, "slow_callback_duration", None),
+        )
+
+    def restore(self, snap: tuple[object, ...]) -> None:
+        loop = self.loop
+        debug, handler, factory, slow = snap
+        if loop.get_debug() != debug:
+            loop.set_debug(debug)
+        if loop.get_exception_handler() is not handler:
+            loop.set_exception_handler(handler)
+        if loop.get_task_factory() is not factory:
+            loop.set_task_factory(factory)
+        if slow is not None and loop.slow_callback_duration != slow:
+            loop.slow_callback_duration = slow
 
 
 class _VarView:

@@ -1452,6 +1452,31 @@ def test_counts_tasks(loop):
     second.stdout.fnmatch_lines(["*ran 1 test(s) in a forked child*<asyncio task>:lingering*"])
 
 
+def test_settings_a_test_changes_on_a_shared_loop(pytester: pytest.Pytester) -> None:
+    # Debug mode, exception handler, task factory and slow-callback threshold of the
+    # session's loop: what one test sets, the next would otherwise run under.
+    pytester.makeconftest(LOOP_CONFTEST)
+    pytester.makepyfile(
+        test_settings="""
+import asyncio
+def test_sets(loop):
+    loop.set_debug(True)
+    loop.set_exception_handler(lambda loop, context: None)
+    loop.set_task_factory(lambda loop, coro, **kw: asyncio.Task(coro, loop=loop, **kw))
+    loop.slow_callback_duration = 5
+    assert loop.run_until_complete(asyncio.sleep(0, result=1)) == 1
+def test_defaults(loop):
+    assert not loop.get_debug()
+    assert loop.get_exception_handler() is None
+    assert loop.get_task_factory() is None
+    assert loop.slow_callback_duration == 0.1
+"""
+    )
+    pytester.runpytest_subprocess("-p", "no:randomly").assert_outcomes(passed=1, failed=1)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=2)
+
+
 def test_a_loop_the_reset_drops_warns_in_no_later_test(pytester: pytest.Pytester) -> None:
     # pytest-asyncio 0.20's way: after each test a new loop is set in the policy for code
     # that asks for "the" loop, closed by the next test's fixture.  The policy is made in
