@@ -84,7 +84,7 @@ def _logger_state(lg: logging.Logger) -> tuple[object, ...]:
 class Probe:
     """One process-wide resource."""
 
-    __slots__ = ("name", "take", "diff", "put", "absorb")
+    __slots__ = ("name", "take", "diff", "put", "absorb", "rebase")
 
     def __init__(
         self,
@@ -93,6 +93,7 @@ class Probe:
         diff: Callable[[Any], list[str]],
         put: Callable[[Any, list[str]], None],
         absorb: Callable[[Any, list[str]], Any] | None = None,
+        rebase: Callable[[Any, Any, Any], Any] | None = None,
     ):
         self.name = name
         self.take = take
@@ -101,6 +102,10 @@ class Probe:
         # absorb(snapshot, sites) -> a snapshot in which those sites have their current
         # value; None means "take a fresh snapshot".
         self.absorb = absorb
+        # rebase(snapshot, before, after) -> the snapshot with what changed from ``before``
+        # to ``after`` (both taken inside one of pytest's phases, around a fixture's
+        # set-up), for a resource pytest itself changes during each phase (logging).
+        self.rebase = rebase
 
 
 # --------------------------------------------------------------------- probes
@@ -273,6 +278,39 @@ def _logging_diff(snap: _LoggingSnap) -> list[str]:
             if old.get(name, _FRESH_LOGGER) != st:
                 out.append(f"<logging>:{name}")
     return out
+
+
+def _merged(base: tuple[Any, ...], before: tuple[Any, ...], after: tuple[Any, ...]) -> list[Any]:
+    """``base``'s items less those taken out between ``before`` and ``after``, plus those
+    put in (in their order)."""
+    out = [x for x in base if x in after or x not in before]
+    return out + [x for x in after if x not in before and x not in out]
+
+
+def _logging_rebase(base: _LoggingSnap, before: _LoggingSnap, after: _LoggingSnap) -> _LoggingSnap:
+    """The logging baseline after a higher-scoped fixture's set-up: ``base`` with the
+    fields, handlers and filters that changed from ``before`` to ``after`` (a snapshot
+    taken just now, made over into the result).  Both were taken inside pytest's set-up
+    phase, with its capture handlers on the root logger (and its level, under
+    ``log_level``): those are pytest's, and never join the baseline."""
+    old, was = dict(base.states), dict(before.states)
+    states: list[tuple[str, tuple[object, ...]]] = []
+    for name, now in after.states:
+        b = old.get(name, _FRESH_LOGGER)
+        p = was.get(name, _FRESH_LOGGER)
+        fields = [now[k] if now[k] != p[k] else b[k] for k in range(3)]
+        handlers = tuple(_merged(b[3], p[3], now[3]))  # type: ignore[arg-type]
+        filters = tuple(_merged(b[4], p[4], now[4]))  # type: ignore[arg-type]
+        states.append((name, (*fields, handlers, filters)))
+    snap = after  # (its loggers are in the order of ``states``)
+    snap.states = states
+    if after.disable == before.disable:
+        snap.disable = base.disable
+    snap.attrs = [(st[0], st[1], st[2]) for _, st in states]
+    snap.hc = [list(st[3]) for _, st in states]  # type: ignore[call-overload]
+    snap.fc = [list(st[4]) for _, st in states]  # type: ignore[call-overload]
+    snap.image = b""  # (not what the tags say now: compared in full once)
+    return snap
 
 
 def _logging_put(snap: _LoggingSnap, sites: list[str]) -> None:
@@ -918,7 +956,7 @@ def default_probes() -> list[Probe]:
         _list_probe("<sys.meta_path>", lambda: sys.meta_path),
         _list_probe("<sys.path_hooks>", lambda: sys.path_hooks),
         _list_probe("<sys.argv>", lambda: sys.argv),
-        Probe("<logging>", _logging_take, _logging_diff, _logging_put),
+        Probe("<logging>", _logging_take, _logging_diff, _logging_put, None, _logging_rebase),
         Probe("<warnings>", _warnings_take, _warnings_diff, _warnings_put),
         Probe("<random>", _random_take, _random_diff, _random_put),
         Probe("<decimal>", _decimal_take, _decimal_diff, _decimal_put),

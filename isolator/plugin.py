@@ -884,6 +884,7 @@ class _ProtocolWrapper:
         _modules.collect_writes()
         marks = (len(_modules.LOG.entries), len(r.files.order))
         pre = r.probe_diffs()
+        pre_snaps = r.phase_snaps()
         chain = r.chain_marks()  # (None unless an earlier test kept its state for this one)
         core.overhead += _perf_counter() - t0
         value: object = None
@@ -892,7 +893,7 @@ class _ProtocolWrapper:
             return value
         finally:
             t0 = _perf_counter()
-            if r.push_scope(id(fixturedef), *marks, pre, chain):
+            if r.push_scope(id(fixturedef), *marks, pre, chain, pre_snaps):
                 core.scoped.add(id(fixturedef))
             if r.watch_value(id(fixturedef), fixturedef.argname, value):
                 core.scoped.add(id(fixturedef))

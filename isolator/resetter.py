@@ -2286,6 +2286,11 @@ class Resetter:
             self._first_test()
         return [p.diff(snap) for p, snap in zip(self.probes, self.probe_snaps)]
 
+    def phase_snaps(self) -> dict[int, Any]:
+        """Before a higher-scoped fixture's set-up: snapshots of the resources that pytest
+        changes during its phases (see :attr:`Probe.rebase`), for :meth:`push_scope`."""
+        return {i: p.take() for i, p in enumerate(self.probes) if p.rebase is not None}
+
     def chain_marks(self) -> ChainMarks | None:
         """Before a higher-scoped fixture's set-up, in a test that an earlier test kept its
         state for (a state-setter chain): what differs from the baseline now, that test's
@@ -2348,13 +2353,15 @@ class Resetter:
         files_mark: int,
         pre: list[list[str]],
         chain: ChainMarks | None = None,
+        pre_snaps: dict[int, Any] | None = None,
     ) -> bool:
         """A higher-scoped fixture finished its setup: what it changed joins the baseline.
 
         ``pre`` is :meth:`probe_diffs` from before the fixture ran: only the process-wide
         sites that the fixture itself changed join the baseline, not pytest's own per-phase
         state (capture, PYTEST_CURRENT_TEST).  ``chain``: :meth:`chain_marks` from before
-        it ran.  Returns False when the fixture changed nothing.
+        it ran; ``pre_snaps``: :meth:`phase_snaps` from before it ran.  Returns False when
+        the fixture changed nothing.
         """
         post = self.probe_diffs()
         _modules.collect_writes()
@@ -2446,6 +2453,9 @@ class Resetter:
                 }
                 delta = {k: (before.get(k, _EMPTY), snaps[i].get(k, _EMPTY)) for k in keys}
                 frame.probes.append((i, delta))
+            elif probe.rebase is not None and pre_snaps and i in pre_snaps:
+                frame.probes.append((i, snaps[i]))
+                snaps[i] = probe.rebase(snaps[i], pre_snaps[i], probe.take())
             else:
                 frame.probes.append((i, snaps[i]))
                 snaps[i] = probe.take()

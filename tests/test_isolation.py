@@ -1135,6 +1135,45 @@ def test_5():
     result.assert_outcomes(passed=5)
 
 
+def test_logging_a_higher_scoped_fixture_sets_up_without_pytests_capture_handlers(
+    pytester: pytest.Pytester,
+) -> None:
+    # A session fixture that makes a logger and adds a root handler, inside pytest's set-up
+    # phase: the fixture's handler joins the baseline, but not the capture handlers pytest
+    # puts on the root logger for that phase only.  Taken whole, the baseline had them put
+    # back after every later test, where they kept every record of the run (anyio).
+    pytester.makeconftest(
+        """
+import logging, pytest
+@pytest.fixture(scope="session", autouse=True)
+def service():
+    logging.getLogger("svc.session").setLevel(logging.INFO)
+    handler = logging.NullHandler()
+    logging.getLogger().addHandler(handler)
+    yield handler
+    logging.getLogger().removeHandler(handler)
+"""
+    )
+    pytester.makepyfile(
+        test_log="""
+import logging
+from _pytest.logging import LogCaptureHandler
+def captures():
+    return [h for h in logging.getLogger().handlers if isinstance(h, LogCaptureHandler)]
+def test_one(service):
+    assert len(captures()) <= 2 and service in logging.getLogger().handlers
+    logging.getLogger("svc").warning("one")
+def test_two(service):
+    assert len(captures()) <= 2 and service in logging.getLogger().handlers
+    assert logging.getLogger("svc.session").level == logging.INFO
+"""
+    )
+    pytester.runpytest_subprocess("-p", "no:randomly").assert_outcomes(passed=2)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=2)
+    assert "<logging>:root" not in result.stdout.str()
+
+
 def test_what_tests_write_into_a_higher_scoped_fixtures_value_is_put_back(
     pytester: pytest.Pytester,
 ) -> None:
