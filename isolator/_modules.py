@@ -1233,11 +1233,14 @@ def _untracked_references(mods: list[types.ModuleType]) -> list[int]:
     return [c - s - base for c, s in zip(counts[:-1], seen[:-1])]
 
 
+_os_stat: Final = os.stat  # our own (see _getcwd below)
+
+
 def _stamp(path: object) -> tuple[int, int] | None:
     if not isinstance(path, str):
         return None
     try:
-        st = os.stat(path)
+        st = _os_stat(path)
     except OSError:
         return None
     return st.st_mtime_ns, st.st_size

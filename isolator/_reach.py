@@ -106,11 +106,16 @@ def _import_matches(text: str) -> list[re.Match[str]]:
     return out
 
 
+# Our own reference: asked inside a test's import, where a test may have replaced os.stat
+# (a checker of blocking calls).
+_os_stat: Final = os.stat
+
+
 def imports_of(modname: str, filename: str | None, package: str | None) -> frozenset[str]:
     if not filename or not filename.endswith(".py"):
         return frozenset()
     try:
-        mtime = os.stat(filename).st_mtime_ns
+        mtime = _os_stat(filename).st_mtime_ns
     except OSError:
         return frozenset()
     return _imports(filename, mtime, package or "")

@@ -38,6 +38,7 @@ def collect(core: IsolatorPlugin) -> dict[str, Any]:
         "unrestorable": {k: [list(p) for p in v] for k, v in core.unrestorable.items()},
         "fork_reasons": dict(core.fork_reasons),
         "unforkable": dict(core.unforkable),
+        "garbage": dict(core.garbage),
         "unwalkable": [list(u) for t in r.tables.values() for u in t.unwalkable],
         "truncated": [s for t in r.tables.values() for s in t.truncated],
         "emptied": [list(e) for e in r.emptied],
@@ -103,6 +104,7 @@ def merge(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
         "unrestorable": {**a["unrestorable"], **b["unrestorable"]},
         "fork_reasons": {**a["fork_reasons"], **b["fork_reasons"]},
         "unforkable": {**a.get("unforkable", {}), **b.get("unforkable", {})},
+        "garbage": {**a.get("garbage", {}), **b.get("garbage", {})},
         "unwalkable": _union(a["unwalkable"], b["unwalkable"]),
         "truncated": _union(a["truncated"], b["truncated"]),
         "emptied": _union(a["emptied"], b["emptied"]),
@@ -220,6 +222,14 @@ def write(data: dict[str, Any], fork_file: str, tr: Any) -> None:
             "forked child, and a test waiting on one would never end: "
             + ", ".join(list(unforkable)[:_TOP]),
             yellow=True,
+        )
+    garbage: dict[str, list[str]] = data.get("garbage", {})
+    if garbage:
+        _listed(
+            tr,
+            f"collected the garbage of {len(garbage)} test(s) right after them: it held "
+            "open resources, whose ResourceWarnings would have gone to a later test: ",
+            [(nodeid, messages[0]) for nodeid, messages in garbage.items()],
         )
     unforked: list[str] = data.get("unforked", [])
     if unforked:

@@ -193,6 +193,8 @@ class IsolatorPlugin:
         # Tests to fork run here instead, with the threads left running that a child
         # would not have (nodeid -> their names).
         self.unforkable: dict[str, list[str]] = {}
+        # Tests whose garbage held open resources, with its ResourceWarnings' messages.
+        self.garbage: dict[str, list[str]] = {}
         self.unforked: list[str] = []  # forked as fork.json said, and left nothing unreset
         self.forks: ForkRunner | None = None  # when the session starts resetting
         self.scoped: set[int] = set()
@@ -747,6 +749,8 @@ def _wrap_protocol(
                 self.dirty_tests += 1
             if out.child_files:
                 self.child_files.setdefault(item.nodeid, []).extend(out.child_files)
+            if out.garbage:
+                self.garbage[item.nodeid] = out.garbage
             if out.unrestorable:
                 self.unrestorable.setdefault(item.nodeid, []).extend(out.unrestorable)
                 # Saved at once: a run that never ends (a later test deadlocks on what

@@ -76,6 +76,9 @@ from isolator._state import (
 from isolator._tasks import TaskWatch
 
 _ISOLATOR_DIR = os.path.dirname(os.path.abspath(__file__))
+# Our own reference, for what runs inside a test's own calls (an import): a test may
+# replace os.path.abspath (a checker of blocking calls that raises while a loop runs).
+_abspath: Final = os.path.abspath
 _monotonic = time.monotonic  # (the original: a test may leave time frozen)
 # Fixture values never walked for state: immutable atoms and the runner's own objects.
 _UNWATCHED_VALUES: Final = frozenset({str, bytes, int, float, bool, complex, tuple, frozenset})
@@ -140,7 +143,7 @@ _LIB_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os
 class Outcome:
     """What one check found: the net writes, what was put back and what could not be."""
 
-    __slots__ = ("writes", "reset", "unrestorable", "child_files")
+    __slots__ = ("writes", "reset", "unrestorable", "child_files", "garbage")
 
     def __init__(self) -> None:
         self.writes: list[str] = []
@@ -150,6 +153,9 @@ class Outcome:
         # Not put back (no original was kept) and not forked for (a fork would not see
         # them either): reported.
         self.child_files: list[tuple[str, str]] = []
+        # The ResourceWarnings of what the test left open in its garbage, collected right
+        # after it (see free_dropped): reported, as no later test gets them.
+        self.garbage: list[str] = []
 
 
 class ChainMarks:
@@ -369,22 +375,57 @@ def lowest_free_fd() -> int:
     return fd
 
 
-def free_dropped(fd: int) -> None:
+def free_dropped(fd: int, full: bool = True) -> tuple[list[str], bool]:
     """Free the garbage that holds descriptors opened during the test (the lowest free one
-    is above ``fd``, as before the test), without the ResourceWarning each gives when
-    freed open.
+    is above ``fd``, as before the test), without letting the ResourceWarning each gives
+    when freed open reach a later test.
 
     An event loop a put-back global held (a policy made during the test) is garbage in a
-    cycle once the reset drops it: collected during a later test, its sockets' warnings
-    land there (an error under ``filterwarnings = error``), where a fresh process keeps
-    them until it exits.  A young collection first: a full one of a big heap costs 20 ms
-    or more, paid only when the young one left the descriptors open.
+    cycle once the reset drops it; so is a socket a failed test's traceback held.
+    Collected during a later test, its warnings land there (an error under
+    ``filterwarnings = error``), where a fresh process keeps them until it exits.  A young
+    collection first: a full one (if ``full``) of a big heap costs 20 ms or more, paid
+    only when the young one left the descriptors open.
+
+    Returns the messages of the ResourceWarnings (other warnings are issued again as
+    they came) and whether a full collection ran and freed none of the descriptors.
     """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ResourceWarning)
+    fruitless = [False]
+
+    def collect() -> None:
         gc.collect(1)
-        if lowest_free_fd() > fd:
-            gc.collect()
+        if full:
+            low = lowest_free_fd()
+            if low > fd:
+                gc.collect()
+                fruitless[0] = lowest_free_fd() == low
+
+    return quietly(collect), fruitless[0]
+
+
+def quietly(free: Callable[[], None]) -> list[str]:
+    """Run ``free`` (which frees objects), keeping the ResourceWarnings of what it frees
+    from the warning filters: their messages are returned.  Other warnings are issued
+    again as they came."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        free()
+    messages = []
+    for w in caught:
+        if issubclass(w.category, ResourceWarning):
+            messages.append(str(w.message))
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+    return messages
+
+
+_LAST_EXCEPTION: Final = ("last_exc", "last_type", "last_value", "last_traceback")
+_SYS_DICT: Final = sys.__dict__
+
+
+def _forget_last_exception() -> None:
+    for name in _LAST_EXCEPTION:
+        _SYS_DICT.pop(name, None)
 
 
 def _refused(exc: BaseException) -> str:
@@ -569,6 +610,9 @@ class Resetter:
         self.fd = -1  # the lowest free descriptor at the start of the test (free_dropped)
         # The lowest of those of the fixtures torn down since the last check (-1: none).
         self.popped_fd = -1
+        self.fruitless = 0  # full collections in a row that freed no descriptor
+        # sys.last_value at the baseline (None: unset), kept there (see check_and_reset).
+        self.last_value: object = sys.__dict__.get("last_value", None)
         # Threads tests left running (reported): see threads_left_running.
         self.leaked: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
         # Threads the test being checked left running (ids): see check_and_reset.
@@ -662,7 +706,7 @@ class Resetter:
             return False
         known = self._where_project.get(f)
         if known is None:
-            a = os.path.abspath(f)
+            a = _abspath(f)
             known = (
                 a.startswith(self.rootdir)
                 and not any(m in a for m in _LIB_MARKERS)
@@ -1069,16 +1113,32 @@ class Resetter:
             # Files the test left open: those its objects closed as their state was put
             # back (a file held by a global) go now, not after the next test.
             files.settle()
+        if _SYS_DICT.get("last_value", None) is not self.last_value:
+            # pytest keeps a failed test's exception in sys.last_value (for post-mortem
+            # debugging) until the next failure: its traceback's frames hold what the
+            # test left open (a socket), freed, with a ResourceWarning, in a later test.
+            # No test alone in a fresh process has an earlier test's exception there.
+            out.garbage = quietly(_forget_last_exception)
+            self.last_value = _SYS_DICT.get("last_value", None)
         fd = self.fd
         if self.popped_fd >= 0:
             # A higher-scoped fixture's teardown: its baseline went, and what the reset
             # drops now may have been opened by an earlier test (the session's loop).
             fd = self.popped_fd if fd < 0 else min(fd, self.popped_fd)
             self.popped_fd = -1
-        if out.reset and fd >= 0 and lowest_free_fd() > fd:
-            # (Only a reset drops what held them: a test's own garbage is collected
-            # when it would be in plain pytest.)
-            free_dropped(fd)
+        if fd >= 0 and lowest_free_fd() > fd:
+            if out.reset:
+                free_dropped(fd)  # (what the reset dropped would have lived on: no report)
+            else:
+                # The test's own garbage (a socket its failure's traceback held): a
+                # later test must not get its warnings.  Descriptors it keeps open for
+                # good (a pool of a library's) are not garbage: after three full
+                # collections in a row that freed nothing, one in 32 such tests.
+                n = self.fruitless
+                full = n < 3 or n % 32 == 0
+                garbage, fruitless = free_dropped(fd, full)
+                out.garbage += garbage
+                self.fruitless = n + 1 if fruitless or not full else 0
         if threads_moved:
             self._check_threads(out, leaked)
         if self.tasks is not None:

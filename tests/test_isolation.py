@@ -1516,6 +1516,54 @@ def test_defaults(loop):
     result.assert_outcomes(passed=2)
 
 
+def test_a_tests_garbage_holding_open_sockets_warns_in_no_later_test(
+    pytester: pytest.Pytester,
+) -> None:
+    # A socket in a cycle that a test drops (a failed test's traceback holds its frames):
+    # in plain pytest its ResourceWarning lands in whichever later test collects it (an
+    # error under filterwarnings = error), which passes alone.  Collected right after
+    # the test, it is reported in the summary instead.
+    pytester.makeini("[pytest]\nfilterwarnings =\n    error\n")
+    # A failed test's exception stays in sys.last_value (pytest's, for post-mortem
+    # debugging) until the next test's call: its frames hold such a socket until then.
+    pytester.makepyfile(
+        holder="""
+import socket
+class Holder:
+    def __init__(self):
+        self.me = self
+        self.sock = socket.socket()
+""",
+        test_garbage="""
+import gc, holder
+def test_leaks():
+    holder.Holder()
+def test_collects():
+    gc.collect()
+""",
+        test_last="""
+import gc, holder
+def test_fails_holding_one():
+    kept = holder.Holder()
+    assert kept is None
+def test_collects_too():
+    gc.collect()
+""",
+    )
+    plain = pytester.runpytest_subprocess("-p", "no:randomly")
+    plain.assert_outcomes(passed=1, failed=3)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "collected the garbage of 2 test(s) right after them*"
+            "test_garbage.py::test_leaks (unclosed <socket.socket*"
+            "test_last.py::test_fails_holding_one (unclosed <socket.socket*",
+            "FAILED test_last.py::test_fails_holding_one*",
+        ]
+    )
+
+
 def test_a_loop_the_reset_drops_warns_in_no_later_test(pytester: pytest.Pytester) -> None:
     # pytest-asyncio 0.20's way: after each test a new loop is set in the policy for code
     # that asks for "the" loop, closed by the next test's fixture.  The policy is made in
@@ -1601,6 +1649,27 @@ def test_last(event_loop):
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
     result.assert_outcomes(passed=3)
     assert result.ret == 0, result.stdout.str()
+
+
+def test_a_first_import_under_a_blocking_call_checker(pytester: pytest.Pytester) -> None:
+    # A module first imported inside the test's own call is looked at there (is it the
+    # project's?): a checker that makes os.path.abspath and os.stat raise while an event
+    # loop runs (anyio's suite, with blockbuster) must not fail the test's import.
+    pytester.makepyfile(
+        fresh="VALUE = 1",
+        test_imports="""
+import os
+def forbid(*args, **kwargs):
+    raise RuntimeError("blocking call")
+def test_imports(monkeypatch):
+    monkeypatch.setattr(os.path, "abspath", forbid)
+    monkeypatch.setattr(os, "stat", forbid)
+    import fresh
+    assert fresh.VALUE == 1
+""",
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=1)
 
 
 def test_a_test_starting_a_process_under_a_blocking_call_checker(pytester: pytest.Pytester) -> None:
