@@ -737,6 +737,10 @@ class StateTable:
             # A loop the tests share (a session fixture's): its settings, not its machinery.
             self._watch(site, _LoopView(value), _LoopView(value).values(), _VIEW, None)
             return
+        if _is_ssl_context(cls):
+            # A session fixture's TLS context that one test makes stricter (verify_mode).
+            self._watch(site, _SSLView(value), _SSLView(value).values(), _VIEW, None)
+            return
         if (
             cls is not types.SimpleNamespace
             and not _is_project(getattr(cls, "__module__", None), prefixes)
@@ -1701,6 +1705,61 @@ class _LoopView(_Compared):
             loop.set_task_factory(factory)
         if slow is not None and loop.slow_callback_duration != slow:
             loop.slow_callback_duration = slow
+
+
+def _is_ssl_context(cls: type) -> bool:
+    ssl = sys.modules.get("ssl")
+    base = getattr(ssl, "SSLContext", None)
+    return base is not None and issubclass(cls, base)
+
+
+_SSL_FIELDS: Final = (
+    "options",
+    "minimum_version",
+    "maximum_version",
+    "verify_flags",
+    "post_handshake_auth",
+    "hostname_checks_common_name",
+    "sni_callback",
+    "keylog_filename",
+)
+
+
+class _SSLView(_Compared):
+    """A TLS context's settings that have getters, put back through their setters; and
+    the counts of certificates it trusts, which cannot be taken out again (a test that
+    loads more is reported).  What has no getter (ALPN protocols, cipher lists, the
+    context's own certificate) is not seen."""
+
+    __slots__ = ("ctx",)
+
+    def __init__(self, ctx: Any):
+        self.ctx = ctx
+
+    def values(self) -> tuple[object, ...]:
+        ctx = self.ctx
+        return (
+            ctx.verify_mode,
+            ctx.check_hostname,
+            *[getattr(ctx, name, None) for name in _SSL_FIELDS],
+            ctx.cert_store_stats(),
+        )
+
+    def restore(self, snap: tuple[object, ...]) -> None:
+        ctx = self.ctx
+        verify_mode, check_hostname, *fields, stats = snap
+        # check_hostname needs verification on, and turning it on turns verification on.
+        if not check_hostname and ctx.check_hostname:
+            ctx.check_hostname = False
+        if ctx.verify_mode != verify_mode:
+            ctx.verify_mode = verify_mode
+        if check_hostname and not ctx.check_hostname:
+            ctx.check_hostname = True
+        for name, value in zip(_SSL_FIELDS, fields):
+            if getattr(ctx, name, None) != value:
+                setattr(ctx, name, value)
+        if ctx.cert_store_stats() != stats:
+            raise ValueError("certificates loaded into a TLS context cannot be taken out")
 
 
 class _VarView:

@@ -1564,6 +1564,65 @@ def test_collects_too():
     )
 
 
+# A self-signed certificate authority (EC P-256, valid until 2126), made with openssl for
+# this test: a trust store counts it once loaded.
+TEST_CA = """
+-----BEGIN CERTIFICATE-----
+MIIBjTCCATOgAwIBAgIUS5w+eYMXfwChbqsAyp+kk9igTvwwCgYIKoZIzj0EAwIw
+GzEZMBcGA1UEAwwQaXNvbGF0b3IgdGVzdCBDQTAgFw0yNjExMjgxMjMwMDJaGA8y
+MTI2MTEwNDEyMzAwMlowGzEZMBcGA1UEAwwQaXNvbGF0b3IgdGVzdCBDQTBZMBMG
+ByqGSM49AgEGCCqGSM49AwEHA0IABD0uEnL4MHE4lZQqQpaAb/0o+ITOiEX5C9MX
++35TN+mSlJT2/gMhj9bttHF7fOylr2YCQgguSFko35A+qrSKeWyjUzBRMB0GA1Ud
+DgQWBBTD7u7vH1k2z5V+sVwObH8q2QPfTjAfBgNVHSMEGDAWgBTD7u7vH1k2z5V+
+sVwObH8q2QPfTjAPBgNVHRMBAf8EBTADAQH/MAoGCCqGSM49BAMCA0gAMEUCIQD9
+mJtQtgzQFp2OKVGu/w8FiJF/pi40PDYiY5swnkY/CAIgQCFgYZDDtT1JDPF47QoF
+wPTxpuEcqkVspgoYrjZN9fA=
+-----END CERTIFICATE-----
+"""
+
+
+def test_settings_a_test_changes_on_a_shared_tls_context(pytester: pytest.Pytester) -> None:
+    # A session fixture's TLS contexts: verification settings one test changes are put
+    # back; a certificate it loads cannot be taken out, and is reported.
+    pytester.makeconftest(
+        """
+import ssl, pytest
+@pytest.fixture(scope="session")
+def server_context():
+    return ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+@pytest.fixture(scope="session")
+def client_context():
+    return ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
+"""
+    )
+    pytester.makepyfile(
+        test_tls=f"""
+import ssl
+def test_changes(server_context, client_context):
+    server_context.verify_mode = ssl.CERT_REQUIRED
+    client_context.check_hostname = False
+    client_context.verify_mode = ssl.CERT_NONE
+    client_context.minimum_version = ssl.TLSVersion.TLSv1_3
+def test_loads_a_ca(client_context):
+    client_context.load_verify_locations(cadata={TEST_CA!r})
+def test_defaults(server_context, client_context):
+    assert server_context.verify_mode == ssl.CERT_NONE
+    assert client_context.check_hostname
+    assert client_context.verify_mode == ssl.CERT_REQUIRED
+    assert client_context.minimum_version != ssl.TLSVersion.TLSv1_3
+"""
+    )
+    pytester.runpytest_subprocess("-p", "no:randomly").assert_outcomes(passed=2, failed=1)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*could not reset after test_tls.py::test_loads_a_ca: <fixture>:client_context:"
+            " putting it back raised ValueError: certificates loaded*"
+        ]
+    )
+
+
 def test_a_loop_the_reset_drops_warns_in_no_later_test(pytester: pytest.Pytester) -> None:
     # pytest-asyncio 0.20's way: after each test a new loop is set in the policy for code
     # that asks for "the" loop, closed by the next test's fixture.  The policy is made in
