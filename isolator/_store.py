@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,11 +29,24 @@ def store_dir(rootdir: str | os.PathLike[str]) -> Path:
     return Path(rootdir) / STORE_DIR
 
 
+def _create_beside(path: Path) -> tuple[int, str]:
+    """A new file, opened for writing, in ``path``'s directory.  Not tempfile.mkstemp: its
+    name generator is module state made on first use, which a write during a run (the
+    fork list, saved after a test) would leave changed for the next test's check."""
+    for _ in range(100):
+        tmp = str(path.parent / f"{path.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {path}")
+
+
 def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
     """Write ``data`` as JSON so that readers see the old file or the new one, never half."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    fd, tmp = _create_beside(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=1, sort_keys=False)
