@@ -424,8 +424,13 @@ _SYS_DICT: Final = sys.__dict__
 
 
 def _forget_last_exception() -> None:
+    """Drop a failed test's exception from sys, and collect the young garbage it was the
+    last to hold (its frames and traceback, made as the test failed, are in cycles): the
+    descriptor probe misses a socket those frames hold when the test also closed an
+    older descriptor, whose number the socket took."""
     for name in _LAST_EXCEPTION:
         _SYS_DICT.pop(name, None)
+    gc.collect(1)
 
 
 def _refused(exc: BaseException) -> str:
