@@ -289,6 +289,16 @@ class SchedPlugin:
             seed=self.seed,
             first=self._first_tests(current),
         )
+        if (
+            self.order == "random"
+            and all(t in by_id for t in requested)
+            and len(set(requested)) == len(requested)
+        ):
+            # Within a module, the tests of one parameter of its higher-scoped fixtures
+            # together again, as pytest groups them.
+            requested = [
+                i.nodeid for i in _grouped_by_fixture_params([by_id[t] for t in requested])
+            ]
         rep = self.plan(requested, declared, exists=self._exists)
         ordered: list[pytest.Item] = []
         for t in rep.order:

@@ -248,11 +248,36 @@ def requested_order(
     if mode == "reverse":
         return list(reversed(declared))
     if mode == "random":
-        order = list(declared)
-        random.Random(seed).shuffle(order)
-        return order
+        return shuffled(declared, random.Random(seed))
     firsts = set(first)
     return [t for t in current if t in firsts] + [t for t in current if t not in firsts]
+
+
+def shuffled(ids: Sequence[NodeId], rng: random.Random) -> list[NodeId]:
+    """``ids`` shuffled level by level, as pytest-randomly does: the modules, then the
+    classes and module-level tests of each module, then the tests of each class.  The
+    tests of a module or class stay together, so that its higher-scoped fixtures are set
+    up once, as in any run of the suite; a whole shuffle set each up again for nearly
+    every test."""
+    tree: dict[str, dict[str, list[NodeId]]] = {}
+    for t in ids:
+        path = t.partition("[")[0].split("::")  # (a parameter may hold "::")
+        tree.setdefault(path[0], {}).setdefault("::".join(path[1:-1]), []).append(t)
+    modules = list(tree)
+    rng.shuffle(modules)
+    out: list[NodeId] = []
+    for m in modules:
+        blocks: list[list[NodeId]] = []
+        for cls, tests in tree[m].items():
+            if cls:
+                rng.shuffle(tests)
+                blocks.append(tests)
+            else:
+                blocks += [[t] for t in tests]
+        rng.shuffle(blocks)
+        for block in blocks:
+            out += block
+    return out
 
 
 def _toposort(

@@ -626,3 +626,38 @@ def test_declared_and_reverse_orders_keep_the_grouping_by_fixture_parameters(
     assert plain == ["test_a[x]", "test_b[x]", "test_a[y]", "test_b[y]"]
     assert order("-p", "isolator", "--order=declared") == plain
     assert order("-p", "isolator", "--order=reverse") == plain[::-1]
+
+
+def test_random_order_sets_up_each_module_fixture_once(pytester: pytest.Pytester) -> None:
+    # --order=random shuffles modules, then classes and tests within each: a module- or
+    # class-scoped fixture is set up once per parameter, as in declared order.
+    pytester.makeconftest(
+        """
+import pytest
+@pytest.fixture(scope="module", params=["x", "y"])
+def resource(request):
+    print(f"\\nSETUP {request.module.__name__} {request.param}")
+    return request.param
+"""
+    )
+    for m in range(3):
+        pytester.makepyfile(
+            **{
+                f"test_m{m}": "\n".join(
+                    f"def test_{i}(resource):\n    pass\nclass TestC{i}:\n"
+                    f"    def test_a(self, resource):\n        pass\n"
+                    f"    def test_b(self):\n        pass"
+                    for i in range(4)
+                )
+            }
+        )
+    seen = set()
+    for seed in (1, 2, 3):
+        result = pytester.runpytest_subprocess(
+            "-p", "no:randomly", "-p", "isolator", "--order=random", f"--seed={seed}", "-s", "-v"
+        )  # fmt: skip
+        result.assert_outcomes(passed=3 * 4 * 5)
+        setups = [line for line in result.stdout.lines if line.startswith("SETUP ")]
+        assert len(setups) == len(set(setups)) == 6, setups
+        seen.add(tuple(line for line in result.stdout.lines if "PASSED" in line))
+    assert len(seen) == 3

@@ -117,6 +117,30 @@ def test_requested_orders() -> None:
     assert ro(current, "failed-first", declared=declared, first={"b", "d"}) == ["b", "d", "c", "a"]
 
 
+def test_random_order_shuffles_modules_then_classes_then_tests() -> None:
+    # As pytest-randomly: a module's tests, and a class's, stay together (their higher-
+    # scoped fixtures are set up once), in a shuffled order at every level.
+    ids = [
+        *(f"m{m}.py::test_{i}" for m in range(3) for i in range(4)),
+        *(f"m{m}.py::TestC{c}::test_{i}[p::{i}]" for m in range(3) for c in range(2)
+          for i in range(3)),
+    ]  # fmt: skip
+    seen_modules, seen_inner = set(), set()
+    for seed in range(30):
+        order = scheduler.shuffled(ids, random.Random(seed))
+        assert sorted(order) == sorted(ids)
+        modules = [t.split("::")[0] for t in order]
+        runs = [m for i, m in enumerate(modules) if i == 0 or modules[i - 1] != m]
+        assert len(runs) == 3, order  # each module in one piece
+        for m in range(3):
+            for c in range(2):
+                at = [i for i, t in enumerate(order) if t.startswith(f"m{m}.py::TestC{c}::")]
+                assert at == list(range(at[0], at[0] + 3)), order  # each class in one piece
+        seen_modules.add(tuple(runs))
+        seen_inner.add(tuple(t for t in order if t.startswith("m0.py")))
+    assert len(seen_modules) == 6 and len(seen_inner) > 20
+
+
 # -- repair ----------------------------------------------------------------------------------
 
 
