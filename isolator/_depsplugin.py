@@ -25,7 +25,7 @@ import sys
 import time
 import types
 import warnings
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import IO, Any
 
 import pytest
@@ -34,8 +34,13 @@ from _pytest.doctest import DoctestItem  # (pytest's own doctest items)
 from isolator._store import STORE_DIR
 
 RECORD_SCHEMA = "isolator.record/1"
-# Read through the original: a test may leave time frozen (freezegun patches the module).
-_perf_counter = time.perf_counter
+
+
+def _perf_counter(clock: Callable[[], float] = time.perf_counter) -> float:
+    """The original ``time.perf_counter``: a test may leave time frozen.  Held as a
+    default, not as a module global, which freezegun's ``start()`` rebinds to its fake
+    as it does every module global that is the real clock."""
+    return clock()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

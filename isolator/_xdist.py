@@ -38,9 +38,13 @@ from isolator._types import NodeId
 if TYPE_CHECKING:
     from isolator._schedplugin import SchedPlugin
 
-# Read through the original: a test may leave time frozen (freezegun patches the module),
-# and the batch's delay would then never pass (reports would wait for a full batch).
-_perf_counter = time.perf_counter
+
+def _perf_counter(clock: Callable[[], float] = time.perf_counter) -> float:
+    """The original ``time.perf_counter``: a test may leave time frozen, and the batch's
+    delay would then never pass (reports would wait for a full batch).  Held as a default,
+    not as a module global, which freezegun's ``start()`` rebinds to its fake as it does
+    every module global that is the real clock."""
+    return clock()
 
 
 def _cost_key(nodeid: str) -> str:

@@ -18,7 +18,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -53,8 +53,15 @@ MODES = ("none", "minimal", "full", "fork")
 WRITES_KEY: pytest.StashKey[list[str]] = pytest.StashKey()
 UNRESTORABLE_KEY: pytest.StashKey[list[tuple[str, str]]] = pytest.StashKey()
 FORK_FILE = "fork.json"
-# Read through the original: a test may leave time frozen (freezegun patches the module).
-_perf_counter = time.perf_counter
+
+
+def _perf_counter(clock: Callable[[], float] = time.perf_counter) -> float:
+    """The original ``time.perf_counter``: a test may leave time frozen.  Held as a
+    default, not as a module global, which freezegun's ``start()`` rebinds to its fake
+    as it does every module global that is the real clock."""
+    return clock()
+
+
 MEMO_FILE = "memo.json"
 MEMO_SCHEMA = "isolator.memo/4"  # 4: one section per code stamp (see _save_memo)
 # Sections kept in memo.json: runs of different subsets of the tests import different

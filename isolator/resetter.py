@@ -79,7 +79,15 @@ _ISOLATOR_DIR = os.path.dirname(os.path.abspath(__file__))
 # Our own reference, for what runs inside a test's own calls (an import): a test may
 # replace os.path.abspath (a checker of blocking calls that raises while a loop runs).
 _abspath: Final = os.path.abspath
-_monotonic = time.monotonic  # (the original: a test may leave time frozen)
+
+
+def _monotonic(clock: Callable[[], float] = time.monotonic) -> float:
+    """The original ``time.monotonic``: a test may leave time frozen.  Held as a default,
+    not as a module global: freezegun's ``start()`` rebinds every module global that is
+    the real clock, ours too, and a freeze left on would stop this one for good."""
+    return clock()
+
+
 # Fixture values never walked for state: immutable atoms and the runner's own objects.
 _UNWATCHED_VALUES: Final = frozenset({str, bytes, int, float, bool, complex, tuple, frozenset})
 # A dict entry recomputed different this many times is not taken for a memo entry.

@@ -1948,6 +1948,72 @@ def test_waits():
     assert "could not reset after test_child.py::test_waits" not in result.stdout.str()
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="children read from /proc")
+def test_time_left_frozen_does_not_stop_our_own_clocks(pytester: pytest.Pytester) -> None:
+    """freezegun's ``start()`` rebinds every module global that is the real clock to its
+    fake, isolator's own too; a freeze left on then froze the clock that bounds the wait
+    for a child process that is exiting, and the run waited until the child ended."""
+    pytester.makepyfile(
+        test_frozen="""
+import subprocess, sys, time
+
+_REAL = time.monotonic
+
+def _frozen():
+    return 1000.0
+
+def test_leaves_time_frozen():
+    # what freeze_time(...).start() does, left without its stop()
+    for mod in list(sys.modules.values()):
+        for name, value in list(getattr(mod, "__dict__", {}).items()):
+            if value is _REAL:
+                setattr(mod, name, _frozen)
+
+def test_leaves_a_child():
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+"""
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "isolator", "--reset=minimal", timeout=30
+    )
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["*could not reset after test_frozen.py::test_leaves_a_child: <process>:* (python*): "
+         "child process still running after the test*"]
+    )  # fmt: skip
+
+
+def test_child_writes_under_a_future_freeze_are_reported(pytester: pytest.Pytester) -> None:
+    """A child started while time is frozen in the future (freezegun's scan rebinds every
+    module global that is the real ``time.time_ns``) was compared with the frozen time, and
+    what it wrote went unreported."""
+    pytester.makepyfile(
+        test_future="""
+import subprocess, sys, time
+
+def test_child_writes_in_2099():
+    real = time.time_ns
+    fake = lambda: 4_070_908_800 * 10**9  # 2099-01-01
+    bound = [(mod, name) for mod in list(sys.modules.values())
+             for name, value in list(getattr(mod, "__dict__", {}).items()) if value is real]
+    for mod, name in bound:
+        setattr(mod, name, fake)
+    try:
+        subprocess.run([sys.executable, "-c", "open('made_by_child.txt', 'w').close()"],
+                       check=True)
+    finally:
+        for mod, name in bound:
+            setattr(mod, name, real)
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["*written by child processes*made_by_child.txt (created during "
+         "test_future.py::test_child_writes_in_2099)*"]
+    )  # fmt: skip
+
+
 def test_files_written_by_a_child_process_are_reported(pytester: pytest.Pytester) -> None:
     """The audit hook sees this process's writes only: what a child process of a test
     created, changed or deleted in the project is named in the summary (with the test),
