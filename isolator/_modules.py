@@ -57,7 +57,7 @@ _KEEP_PREFIXES: Final = (
 # pygments and every other ``py...`` package).
 _KEEP_NAMES: Final = frozenset({"py"})
 
-_RUNNER_PREFIXES: Final = ("_pytest", "pytest", "pluggy", "isolator", "xdist", "execnet")
+RUNNER_PREFIXES: Final = ("_pytest", "pytest", "pluggy", "isolator", "xdist", "execnet")
 
 
 class UndoLog:
@@ -86,7 +86,7 @@ class UndoLog:
     def dirty_sites(self) -> list[str]:
         out = []
         for mod, name, old in self.entries:
-            if _bound(mod, name) is not old:
+            if bound(mod, name) is not old:
                 out.append(site_of(mod, name))
         return out
 
@@ -157,7 +157,7 @@ def note_bases(cls: type) -> None:
     module being imported now (a generic NamedTuple is given its bases so as it is made):
     that is the module's own set-up."""
     owner = getattr(cls, "__module__", None)
-    if not isinstance(owner, str) or owner.startswith(_RUNNER_PREFIXES):
+    if not isinstance(owner, str) or owner.startswith(RUNNER_PREFIXES):
         return
     spec = getattr(sys.modules.get(owner), "__spec__", None)
     if getattr(spec, "_initializing", False):
@@ -165,7 +165,7 @@ def note_bases(cls: type) -> None:
     LOG.note(cls, "__bases__", cls.__bases__)
 
 
-def _bound(owner: Any, name: str) -> object:
+def bound(owner: Any, name: str) -> object:
     """What ``owner.name`` is bound to now, as the undo log compares it."""
     if name == "__bases__" and isinstance(owner, type):
         return owner.__bases__
@@ -343,7 +343,7 @@ def watch_library_modules(is_project: Any) -> list[types.ModuleType]:
         if type(mod) is types.ModuleType
         and mod is not sys
         and mod is not warnings
-        and not mod.__name__.startswith(_RUNNER_PREFIXES)
+        and not mod.__name__.startswith(RUNNER_PREFIXES)
         and not is_project(mod)
     ]
     _watch_library_classes(mods, is_project)
@@ -389,7 +389,7 @@ def _watch_library_classes(mods: list[types.ModuleType], is_project: Any) -> Non
             if ok is None:
                 home = modules.get(owner) if isinstance(owner, str) else None
                 ok = library[owner] = not (
-                    isinstance(owner, str) and owner.startswith(_RUNNER_PREFIXES)
+                    isinstance(owner, str) and owner.startswith(RUNNER_PREFIXES)
                 ) and not (home is not None and is_project(home))
             if ok:
                 found[id(value)] = value
@@ -944,7 +944,7 @@ class UnloadedFinder:
         self.came_back: dict[str, str] = {}
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name.startswith(_RUNNER_PREFIXES):
+        if name.startswith(RUNNER_PREFIXES):
             # The test runner's own modules (pytest's, isolator's: imported on first use
             # while a test runs) are never unloaded: nothing to capture or bring back.
             return None

@@ -43,6 +43,7 @@ def collect(core: IsolatorPlugin) -> dict[str, Any]:
         "truncated": [s for t in r.tables.values() for s in t.truncated],
         "emptied": [list(e) for e in r.emptied],
         "came_back": [[name, why] for name, why in r.came_back.items()],
+        "patchers": {k: list(v) for k, v in r.patchers.items()},
         "observed_memos": list(r.observed_memos),
         "impure_memos": list(r.impure_memos),
         "memo_unaffordable": list(r.memo_unaffordable),
@@ -109,6 +110,10 @@ def merge(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
         "truncated": _union(a["truncated"], b["truncated"]),
         "emptied": _union(a["emptied"], b["emptied"]),
         "came_back": _union(a.get("came_back", []), b.get("came_back", [])),
+        "patchers": {
+            k: _union(a.get("patchers", {}).get(k, []), b.get("patchers", {}).get(k, []))
+            for k in {**a.get("patchers", {}), **b.get("patchers", {})}
+        },
         "observed_memos": list(dict.fromkeys(a["observed_memos"] + b["observed_memos"])),
         "impure_memos": list(dict.fromkeys(a.get("impure_memos", []) + b.get("impure_memos", []))),
         "memo_unaffordable": list(
@@ -246,6 +251,15 @@ def write(data: dict[str, Any], fork_file: str, tr: Any) -> None:
             "importing them again failed on what that import left in other objects, which "
             "isolator does not reset: ",
             [(name, why) for name, why in came_back],
+        )
+    patchers: dict[str, list[str]] = data.get("patchers", {})
+    for package, sites in patchers.items():
+        tr.write_line(
+            f"put back what {package}'s code was bound to in other modules "
+            f"({', '.join(sites[:_TOP])}), but not {package}'s own state, which isolator "
+            f"does not track: if it keeps some (a stack of active patches), add "
+            f'track = ["{package}"] to [tool.isolator]',
+            yellow=True,
         )
     unwalkable = data["unwalkable"]
     if unwalkable:

@@ -593,6 +593,9 @@ class Resetter:
         # Modules brought back as an earlier test's import left them, where executing
         # them again failed -> why (see UnloadedFinder.bring_back_earlier).
         self.came_back: dict[str, str] = {}
+        # Library packages whose own code the tests left bound in other modules (a patcher
+        # such as freezegun): package -> the sites put back (see _note_patchers).
+        self.patchers: dict[str, list[str]] = {}
         # Memo sites not learned because code reads them itself (see _observed), once an
         # entry was recomputed the same, in the order found: the summary names them, with
         # what `keep` would do.
@@ -1081,6 +1084,7 @@ class Resetter:
                 # of tkinter.tix, executed again by each test that imports it): without a
                 # collection, each test would pay for all earlier ones.
                 gc.collect()
+            self._note_patchers(log.entries)
             refused = log.undo(set(kept))
             for cls in rebased:
                 self._subclass_counts[cls] = len(type.__subclasses__(cls))
@@ -1218,6 +1222,41 @@ class Resetter:
                     t.codes[i] = (where, fn, fn.__code__)
                 else:
                     out.reset.append(site)
+
+    def _note_patchers(self, entries: list[tuple[Any, str, object]]) -> None:
+        """Note the library packages whose functions or classes a test left bound in other
+        modules' attributes (``time.gmtime = freezegun.api.fake_gmtime``), where that
+        package stays loaded: putting the attributes back leaves the package's own state
+        (its stack of active patches) as the test left it, unless the package is tracked.
+        The summary names them; a package the test imported was unloaded with its state."""
+        mods = sys.modules
+        stdlib = getattr(sys, "stdlib_module_names", ())
+        for owner, name, old in entries:
+            new = _modules.bound(owner, name)
+            if new is old or new is _modules.NOTSET:
+                continue
+            if isinstance(new, (type, types.FunctionType)):
+                src = getattr(new, "__module__", None)
+            else:
+                src = getattr(type(new), "__module__", None)
+            if not isinstance(src, str):
+                continue
+            top = src.partition(".")[0]
+            where = owner.__module__ if isinstance(owner, type) else getattr(owner, "__name__", "")
+            if (
+                top in stdlib
+                or top == "builtins"
+                or src.startswith(_modules.RUNNER_PREFIXES)
+                or str(where).partition(".")[0] == top
+            ):
+                continue
+            mod = mods.get(src)
+            if not isinstance(mod, types.ModuleType) or self.is_project(mod):
+                continue
+            sites = self.patchers.setdefault(top, [])
+            site = _modules.site_of(owner, name)
+            if site not in sites and len(sites) < 8:
+                sites.append(site)
 
     def _project_snapshots(
         self, names: list[str]

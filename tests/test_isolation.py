@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -5195,3 +5196,60 @@ def test_victim():
     proc = _isolator(pytester.path, "run", "-q")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "3 passed" in proc.stdout
+
+
+def test_a_patcher_librarys_own_state_is_named_and_tracked_on_request(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # freezegun's way: a library binds its own functions in other modules and keeps a
+    # stack of active patches in its own lists.  The bindings are put back after a test
+    # that left a patch started; the stack, library state, is not, and the next test's
+    # start() takes itself for nested and patches nothing.  The summary names the
+    # package; tracking it puts its stack back too.
+    lib = tmp_path / "lib" / "site-packages"
+    (lib / "fakefreeze").mkdir(parents=True)
+    (lib / "fakefreeze" / "__init__.py").write_text(
+        textwrap.dedent(
+            """
+            import time
+            _real = time.gmtime
+            STACK = []
+            def fake_gmtime(*args):
+                return _real(0)
+            def start():
+                STACK.append(1)
+                if len(STACK) == 1:
+                    time.gmtime = fake_gmtime
+            def stop():
+                STACK.pop()
+                if not STACK:
+                    time.gmtime = _real
+            """
+        )
+    )
+    monkeypatch.setenv("PYTHONPATH", str(lib))
+    pytester.makepyfile(
+        test_freeze="""
+import time, fakefreeze
+def test_leaves_it_started():
+    fakefreeze.start()
+def test_starts_its_own():
+    fakefreeze.start()
+    try:
+        assert time.gmtime().tm_year == 1970
+    finally:
+        fakefreeze.stop()
+"""
+    )
+    pytester.runpytest_subprocess("-p", "no:randomly").assert_outcomes(passed=2)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.stdout.fnmatch_lines(
+        [
+            "put back what fakefreeze's code was bound to in other modules (time:gmtime), "
+            'but not fakefreeze\'s own state*add track = [[]"fakefreeze"[]] to [[]tool.isolator[]]'
+        ]
+    )
+    pytester.makepyprojecttoml('[tool.isolator]\ntrack = ["fakefreeze"]\n')
+    tracked = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    tracked.assert_outcomes(passed=2)
+    assert "fakefreeze's own state" not in tracked.stdout.str()
