@@ -733,11 +733,11 @@ class StateTable:
             # A generator's state is no attribute: watched through getstate().
             self._watch(site, _RandomView(value), _RandomView(value).values(), _VIEW, None)
             return
-        if _is_event_loop(cls):
+        if _derives(cls, "asyncio", "AbstractEventLoop"):
             # A loop the tests share (a session fixture's): its settings, not its machinery.
             self._watch(site, _LoopView(value), _LoopView(value).values(), _VIEW, None)
             return
-        if _is_ssl_context(cls):
+        if _derives(cls, "ssl", "SSLContext"):
             # A session fixture's TLS context that one test makes stricter (verify_mode).
             self._watch(site, _SSLView(value), _SSLView(value).values(), _VIEW, None)
             return
@@ -1667,26 +1667,30 @@ class _RandomView(_Compared):
             self.rng.setstate(snap[0])
 
 
-def _is_event_loop(cls: type) -> bool:
-    """An asyncio event loop (uvloop's too): asyncio is imported once one exists."""
-    aio = sys.modules.get("asyncio")
-    base = getattr(aio, "AbstractEventLoop", None)
-    return base is not None and issubclass(cls, base)
+def _derives(cls: type, module: str, name: str) -> bool:
+    """Whether ``cls`` derives from ``module.name``, looked up only where ``module`` is
+    imported (an object of one exists only then)."""
+    base = getattr(sys.modules.get(module), name, None)
+    return isinstance(base, type) and issubclass(cls, base)
 
 
-class _LoopView(_Compared):
+class _ObjectView(_Compared):
+    """A view of one object's state that is no attribute of it (see subclasses)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any):
+        self.obj = obj
+
+
+class _LoopView(_ObjectView):
     """An event loop's settings a test may change on a loop other tests use: debug mode,
     exception handler, task factory, slow-callback threshold; put back through the loop's
     setters.  Its tasks, callbacks and executor are the loop's running state (a task left
-    pending is checked as such)."""
-
-    __slots__ = ("loop",)
-
-    def __init__(self, loop: Any):
-        self.loop = loop
+    pending is checked as such); uvloop's loops too."""
 
     def values(self) -> tuple[object, ...]:
-        loop = self.loop
+        loop = self.obj
         return (
             loop.get_debug(),
             loop.get_exception_handler(),
@@ -1695,7 +1699,7 @@ class _LoopView(_Compared):
         )
 
     def restore(self, snap: tuple[object, ...]) -> None:
-        loop = self.loop
+        loop = self.obj
         debug, handler, factory, slow = snap
         if loop.get_debug() != debug:
             loop.set_debug(debug)
@@ -1705,12 +1709,6 @@ class _LoopView(_Compared):
             loop.set_task_factory(factory)
         if slow is not None and loop.slow_callback_duration != slow:
             loop.slow_callback_duration = slow
-
-
-def _is_ssl_context(cls: type) -> bool:
-    ssl = sys.modules.get("ssl")
-    base = getattr(ssl, "SSLContext", None)
-    return base is not None and issubclass(cls, base)
 
 
 _SSL_FIELDS: Final = (
@@ -1725,19 +1723,14 @@ _SSL_FIELDS: Final = (
 )
 
 
-class _SSLView(_Compared):
+class _SSLView(_ObjectView):
     """A TLS context's settings that have getters, put back through their setters; and
     the counts of certificates it trusts, which cannot be taken out again (a test that
     loads more is reported).  What has no getter (ALPN protocols, cipher lists, the
     context's own certificate) is not seen."""
 
-    __slots__ = ("ctx",)
-
-    def __init__(self, ctx: Any):
-        self.ctx = ctx
-
     def values(self) -> tuple[object, ...]:
-        ctx = self.ctx
+        ctx = self.obj
         return (
             ctx.verify_mode,
             ctx.check_hostname,
@@ -1746,7 +1739,7 @@ class _SSLView(_Compared):
         )
 
     def restore(self, snap: tuple[object, ...]) -> None:
-        ctx = self.ctx
+        ctx = self.obj
         verify_mode, check_hostname, *fields, stats = snap
         # check_hostname needs verification on, and turning it on turns verification on.
         if not check_hostname and ctx.check_hostname:
