@@ -618,6 +618,68 @@ def _patch_target(patch: object) -> object:
     return target
 
 
+# Time left frozen: freezegun's ``freeze_time(...).start()`` and time-machine's
+# ``travel(...).start()`` never stopped.  What they patched in modules comes back with the
+# modules' other state (library module writes are undone), but each keeps a stack of its
+# own that says time is frozen: left as the test left it, the next test's own freeze
+# would be taken for a nested one and patch nothing (freezegun), and time-machine's patch
+# of the C clock functions would stay on.  The stacks are cut back to the baseline's, as
+# their ``stop()`` does.
+_FREEZEGUN_STACKS: Final = ("freeze_factories", "tz_offsets", "ignore_lists", "tick_flags")
+
+
+def _stack(module: str, name: str) -> list[Any] | None:
+    mod = sys.modules.get(module)
+    stack = getattr(mod, name, None) if mod is not None else None
+    return stack if type(stack) is list else None
+
+
+def _freezers_take() -> tuple[tuple[object, ...], tuple[object, ...]]:
+    fg = _stack("freezegun.api", "freeze_factories")
+    tm = _stack("time_machine", "traveller_stack")
+    return (tuple(fg) if fg else (), tuple(tm) if tm else ())
+
+
+def _freezers_diff(snap: tuple[tuple[object, ...], tuple[object, ...]]) -> list[str]:
+    now = _freezers_take()
+    if now == snap:
+        return []
+    out = []
+    if now[0] != snap[0]:
+        out.append("<freezegun>:freeze_factories")
+    if now[1] != snap[1]:
+        out.append("<time_machine>:traveller_stack")
+    return out
+
+
+def _freezers_put(snap: tuple[tuple[object, ...], tuple[object, ...]], sites: list[str]) -> None:
+    fg_base, tm_base = snap
+    if "<freezegun>:freeze_factories" in sites:
+        factories = _stack("freezegun.api", "freeze_factories") or []
+        if factories[: len(fg_base)] != list(fg_base):
+            UNRESTORABLE.append(
+                ("<freezegun>:freeze_factories", "the test stopped a freeze started before it")
+            )
+        else:
+            for name in _FREEZEGUN_STACKS:
+                stack = _stack("freezegun.api", name)
+                if stack is not None:
+                    del stack[len(fg_base) :]
+    if "<time_machine>:traveller_stack" in sites:
+        travellers = _stack("time_machine", "traveller_stack") or []
+        if travellers[: len(tm_base)] != list(tm_base):
+            UNRESTORABLE.append(
+                ("<time_machine>:traveller_stack", "the test stopped a travel started before it")
+            )
+            return
+        while len(travellers) > len(tm_base):
+            travellers.pop()._stop()
+        c_module = getattr(sys.modules.get("time_machine"), "_time_machine", None)
+        unpatch = getattr(c_module, "unpatch", None)
+        if not travellers and callable(unpatch):
+            unpatch()
+
+
 # What the restore of a probe could not do, as (site, why): the resetter reports each
 # (and runs that test in a forked child from the next run on).
 UNRESTORABLE: list[tuple[str, str]] = []
@@ -893,13 +955,14 @@ def _tools_put(old: tuple[object, ...]) -> None:
 def _all_clean(snaps: list[Any]) -> bool:
     """Whether every probe of :func:`default_probes` finds its resource as in ``snaps``
     (what each ``diff`` returning [] tells), in one call: after most tests all are clean,
-    and one function with the checks inline costs a fraction of nineteen calls.  False
+    and one function with the checks inline costs a fraction of twenty calls.  False
     also when a check cannot tell; the probes' own ``diff`` then decide."""
-    (patches, cwd, env, path, meta, hooks, argv, logs, warn, rnd, dec, umask, rlimit, timeout,
-     loc, sigs, stdio, syshooks, interp) = snaps  # fmt: skip
+    (patches, freezers, cwd, env, path, meta, hooks, argv, logs, warn, rnd, dec, umask, rlimit,
+     timeout, loc, sigs, stdio, syshooks, interp) = snaps  # fmt: skip
     try:
         return (
             _patches_take() == patches
+            and _freezers_take() == freezers
             and _getcwd() == cwd
             and _environ_data == env
             and sys.path is path[0]
@@ -950,6 +1013,7 @@ def default_probes() -> list[Probe]:
         # First: stopping a patch puts back what it patched, which other probes look at
         # (patch.dict(os.environ), patch.dict(sys.modules)).
         Probe("<mock.patch>", _patches_take, _patches_diff, _patches_put),
+        Probe("<frozen time>", _freezers_take, _freezers_diff, _freezers_put),
         Probe("<cwd>", _cwd_take, _cwd_diff, _cwd_put),
         Probe("<env>", _env_take, _env_diff, _env_put, _env_absorb),
         _list_probe("<sys.path>", lambda: sys.path),

@@ -1984,6 +1984,59 @@ def test_leaves_a_child():
     )  # fmt: skip
 
 
+def test_a_freeze_left_on_does_not_swallow_the_next_tests_freeze(
+    pytester: pytest.Pytester,
+) -> None:
+    """freezegun's patches in modules were undone, but its own stack of freezes (lists in
+    freezegun.api, a library's state changed in place) still held the one left on: the
+    next test's ``freeze_time`` took itself for a nested freeze and patched nothing."""
+    pytest.importorskip("freezegun")
+    pytester.makepyfile(
+        test_fg="""
+import datetime, time
+from freezegun import freeze_time
+
+def test_leaves_a_freeze_on():
+    freeze_time("2001-01-01").start()
+    assert time.gmtime().tm_year == 2001
+
+def test_freezes_itself():
+    with freeze_time("2010-06-01"):
+        assert time.gmtime().tm_year == 2010
+        assert datetime.date.today().year == 2010
+
+def test_real_time():
+    assert time.gmtime().tm_year > 2020
+    assert datetime.date.today().year > 2020
+"""
+    )
+    result = _isolated(pytester)
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*<freezegun>:freeze_factories (1)*"])
+
+
+def test_a_travel_left_on_ends_with_its_test(pytester: pytest.Pytester) -> None:
+    """time-machine patches the C clock functions while its stack of travels is not empty:
+    a travel left on was shared with every later test."""
+    pytest.importorskip("time_machine")
+    pytester.makepyfile(
+        test_tm="""
+import datetime as dt, time
+import time_machine
+
+def test_leaves_a_travel_on():
+    time_machine.travel(dt.datetime(2001, 1, 1, tzinfo=dt.timezone.utc), tick=False).start()
+    assert time.gmtime().tm_year == 2001
+
+def test_real_time():
+    assert time.gmtime().tm_year > 2020
+"""
+    )
+    result = _isolated(pytester)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*<time_machine>:traveller_stack (1)*"])
+
+
 def test_child_writes_under_a_future_freeze_are_reported(pytester: pytest.Pytester) -> None:
     """A child started while time is frozen in the future (freezegun's scan rebinds every
     module global that is the real ``time.time_ns``) was compared with the frozen time, and
