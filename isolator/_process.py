@@ -626,6 +626,9 @@ def _patch_target(patch: object) -> object:
 # of the C clock functions would stay on.  The stacks are cut back to the baseline's, as
 # their ``stop()`` does.
 _FREEZEGUN_STACKS: Final = ("freeze_factories", "tz_offsets", "ignore_lists", "tick_flags")
+# Libraries whose own record of the patches they made a probe puts back (see
+# Resetter._note_patchers): unittest.mock is the standard library's.
+OWN_STATE_PROBED: Final = frozenset({"freezegun", "time_machine", "mock"})
 
 
 def _stack(module: str, name: str) -> list[Any] | None:

@@ -31,7 +31,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, Final
 
-from isolator import _aliases, _modules
+from isolator import _aliases, _modules, _process
 from isolator._classes import CACHE_NAMES
 from isolator._files import FileGuard, remove_empty_dir
 from isolator._process import (
@@ -1245,6 +1245,7 @@ class Resetter:
             where = owner.__module__ if isinstance(owner, type) else getattr(owner, "__name__", "")
             if (
                 top in stdlib
+                or top in _process.OWN_STATE_PROBED
                 or top == "builtins"
                 or src.startswith(_modules.RUNNER_PREFIXES)
                 or str(where).partition(".")[0] == top
