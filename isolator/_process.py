@@ -555,6 +555,68 @@ def _patches_take() -> tuple[object, ...]:
     return out
 
 
+class _PatchSnap(tuple):  # type: ignore[type-arg]
+    """The active patches (compared as a plain tuple), with the object each ``patch`` had
+    put in place when the snapshot was taken (by ``id`` of the patcher): a patch that a
+    test stops is started again with it, so that what it patched holds the very object
+    it held before the test (a mock made by ``new_callable`` or ``autospec`` included)."""
+
+    values: dict[int, object]
+
+
+def _patches_snap() -> tuple[object, ...]:
+    """The probe's snapshot: :func:`_patches_take` with what each patch put in place."""
+    active = _patches_take()
+    if not active:
+        return active
+    snap = _PatchSnap(active)
+    snap.values = values = {}
+    for patch in active:
+        for one in (patch, *(getattr(patch, "additional_patchers", None) or ())):
+            target, attribute = getattr(one, "target", None), getattr(one, "attribute", None)
+            if target is None or not isinstance(attribute, str):
+                continue
+            try:  # as set (a staticmethod stays one), where the object keeps a __dict__
+                values[id(one)] = vars(target)[attribute]
+            except (TypeError, KeyError):
+                try:
+                    values[id(one)] = getattr(target, attribute)
+                except Exception:
+                    pass
+    return snap
+
+
+def _restart(patch: object, values: dict[int, object]) -> bool:
+    """Start again a patch a test stopped, putting back what it had put in place: the
+    recorded object for ``patch``/``patch.object``/``patch.multiple`` (never a new
+    mock), its own values for ``patch.dict``.  False where that cannot be done."""
+    parts = (patch, *(getattr(patch, "additional_patchers", None) or ()))
+    if hasattr(patch, "in_dict"):
+        saved: list[tuple[Any, object, object, object]] = []
+    elif all(hasattr(one, "new") and id(one) in values for one in parts):
+        # (the mock's configuration, ``return_value=`` and the like, went into it)
+        saved = [(one, one.new, one.autospec, one.kwargs) for one in parts]  # type: ignore[attr-defined]
+    else:
+        return False
+    # patch.dict copies the dict as its original again when started: the copy it took
+    # before the test is the one its stop must put back (a fixture's ``patch.dict
+    # (os.environ)`` started while pytest's PYTEST_CURRENT_TEST was set).
+    original = getattr(patch, "_original", None)
+    try:
+        for one, _, _, _ in saved:
+            one.new, one.autospec, one.kwargs = values[id(one)], None, {}
+        patch.start()  # type: ignore[attr-defined]
+    except Exception:
+        return False
+    else:
+        if original is not None:
+            patch._original = original  # type: ignore[attr-defined]
+    finally:
+        for one, new, autospec, kwargs in saved:
+            one.new, one.autospec, one.kwargs = new, autospec, kwargs
+    return True
+
+
 def _patch_site(patch: object) -> str:
     """``<mock.patch>:module:Class.attribute`` for a patch's target (while it is on)."""
     attribute = getattr(patch, "attribute", None)
@@ -598,14 +660,30 @@ def _patches_put(snap: tuple[object, ...], sites: list[str]) -> None:
         except Exception as exc:
             UNRESTORABLE.append((site, f"stopping the patch raised {exc!r}"))
     after = {id(p) for p in now}
+    values: dict[int, object] = getattr(snap, "values", {})
+    restarted = False
     for patch in snap:
         if id(patch) not in after:
+            # A patch a higher-scoped fixture started and the test stopped (a mocker's
+            # ``restart()``, a ``stopall()``): started again, as the next test alone
+            # would find it; the test's own patches were stopped above, so what it
+            # patched is as before the test, for it to take as its original again.
+            if _restart(patch, values):
+                restarted = True
+                continue
             UNRESTORABLE.append((_patch_site(patch), "the test stopped a patch started before it"))
             # What it had patched stays as the test left it, like the report says.
             for one in (patch, *(getattr(patch, "additional_patchers", None) or ())):
                 target, attribute = _patch_target(one), getattr(one, "attribute", None)
                 if target is not None and isinstance(attribute, str):
                     LEFT_AS_IS.append((target, attribute))
+    if restarted:  # in their order before the test (stopall() stops the last first)
+        order = {id(p): i for i, p in enumerate(snap)}
+        for name in _MOCK_MODULES:
+            mod = sys.modules.get(name)
+            active = getattr(getattr(mod, "_patch", None), "_active_patches", None)
+            if type(active) is list:
+                active.sort(key=lambda p: order.get(id(p), len(order)))
 
 
 def _patch_target(patch: object) -> object:
@@ -1015,7 +1093,7 @@ def default_probes() -> list[Probe]:
     probes = [
         # First: stopping a patch puts back what it patched, which other probes look at
         # (patch.dict(os.environ), patch.dict(sys.modules)).
-        Probe("<mock.patch>", _patches_take, _patches_diff, _patches_put),
+        Probe("<mock.patch>", _patches_snap, _patches_diff, _patches_put),
         Probe("<frozen time>", _freezers_take, _freezers_diff, _freezers_put),
         Probe("<cwd>", _cwd_take, _cwd_diff, _cwd_put),
         Probe("<env>", _env_take, _env_diff, _env_put, _env_absorb),

@@ -1249,7 +1249,7 @@ def box():
     result.assert_outcomes(passed=12)
 
 
-def test_patches_of_a_module_fixture_stay_while_it_lives_and_a_stopall_is_reported(
+def test_patches_of_a_module_fixture_stay_while_it_lives_and_a_stopall_is_undone(
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makepyfile(
@@ -1274,26 +1274,98 @@ def test_still_patched_not_leaked(debug):
     assert http.client.HTTPConnection.auto_open == 1
 def test_stops_everything(debug):
     mock.patch.stopall()
-def test_after_the_stop(debug):
-    # As in one process without isolator: the stopped patches stay stopped.
     assert http.client.HTTPConnection.debuglevel == 0
-    assert http.client.HTTPS_PORT == 443
+def test_after_the_stop(debug):
+    # As alone: the fixture's patches are on (they are started again after the stop).
+    assert http.client.HTTPConnection.debuglevel == 3
+    assert http.client.HTTPS_PORT == 1
 """,
         test_b="""
 import http.client
 def test_fixture_gone():
     assert http.client.HTTPConnection.debuglevel == 0
+    assert http.client.HTTPS_PORT == 443
 """,
     )
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
     result.assert_outcomes(passed=5)
-    result.stdout.fnmatch_lines(
-        [
-            "*<mock.patch>:http.client:HTTPConnection.auto_open (1)*",
-            "*could not reset after test_a.py::test_stops_everything: <mock.patch>:http.client:"
-            "HTTPConnection.debuglevel: the test stopped a patch started before it*",
-        ]
+    result.stdout.fnmatch_lines(["*<mock.patch>:http.client:HTTPConnection.auto_open (1)*"])
+    result.stdout.no_fnmatch_line("*could not reset*")
+    assert not (pytester.path / ".isolator" / "fork.json").exists()
+
+
+def test_a_fixtures_patch_that_a_test_restarts_is_on_again_for_the_next_test(
+    pytester: pytest.Pytester,
+) -> None:
+    # A mocker that keeps its patches in a class attribute (respx's Mocker): a test that
+    # restarts it stops the session fixture's patch and starts an equal one.  Stopping
+    # only the test's patch and putting the class's list back (to a patch now stopped)
+    # left nothing patched, and the mocker, seeing its list non-empty, never patched
+    # again: every later test made real calls.  The fixture's patch is started again,
+    # with the very mock it had put in place.
+    pytester.makepyfile(
+        mymock="""
+from unittest import mock
+class Mocker:
+    patches = []
+    @classmethod
+    def start(cls):
+        if cls.patches:
+            return
+        p = mock.patch("json.dumps", return_value="MOCKED")
+        p.start()
+        cls.patches.append(p)
+    @classmethod
+    def stop(cls):
+        while cls.patches:
+            cls.patches.pop().stop()
+    @classmethod
+    def restart(cls):
+        cls.stop()
+        cls.start()
+""",
+        conftest="""
+import os
+from unittest import mock
+import pytest
+from mymock import Mocker
+@pytest.fixture(scope="session", autouse=True)
+def mocked():
+    Mocker.start()
+    env = mock.patch.dict(os.environ, {"ISOLATOR_T_PATCHED": "1"})
+    env.start()
+    yield Mocker.patches[0].target.dumps
+    env.stop()
+    Mocker.stop()
+""",
+        test_a="""
+import json
+import os
+from unittest import mock
+from mymock import Mocker
+def test_restart():
+    Mocker.restart()
+    assert json.dumps({}) == "MOCKED"
+def test_uses_the_mock(mocked):
+    assert json.dumps({}) == "MOCKED"
+    assert json.dumps is mocked
+def test_stopall():
+    mock.patch.stopall()
+    assert "ISOLATOR_T_PATCHED" not in os.environ
+def test_uses_both(mocked):
+    assert json.dumps is mocked
+    assert os.environ["ISOLATOR_T_PATCHED"] == "1"
+    Mocker.restart()
+def test_mocker_not_restarted():
+    assert json.dumps({}) == "MOCKED"
+""",
     )
+    for order in ("declared", "reverse"):
+        result = pytester.runpytest_subprocess(
+            "-p", "no:randomly", "-p", "isolator", f"--order={order}"
+        )
+        result.assert_outcomes(passed=5)
+        result.stdout.no_fnmatch_line("*could not reset*")
 
 
 @pytest.mark.parametrize("tracer", ["settrace", "profile"])
