@@ -147,8 +147,16 @@ def merge_junit(parts: list[str], target: str, crashed: list[tuple[str, str]]) -
     if not suites:
         return
     merged = suites[0]
+    # Each part collects the whole suite: what collection reported (a module skipped at
+    # import: an entry with an empty classname, named by the module) is in every part,
+    # and is kept once.
+    collected = {c.get("name") for c in merged.findall("testcase") if not c.get("classname")}
     for s in suites[1:]:
         for case in s.findall("testcase"):
+            if not case.get("classname"):
+                if case.get("name") in collected:
+                    continue
+                collected.add(case.get("name"))
             merged.append(case)
     for nodeid, how in crashed:
         classname, name = _junit_names(nodeid)

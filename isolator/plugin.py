@@ -934,6 +934,17 @@ def _outcome_counts(session: pytest.Session) -> dict[str, int]:
     stats = getattr(tr, "stats", None)
     if not isinstance(stats, dict):
         return {}
+    from isolator._supervise import PART_ENV
+
+    if int(os.environ.get(PART_ENV, "0") or 0) > 0:
+        # A later part collected the whole suite again: what collection itself reported
+        # (a module skipped at import, ``pytest.skip(allow_module_level=True)``) the first
+        # part counted already.
+        stats = {
+            k: [r for r in v if not isinstance(r, pytest.CollectReport)]
+            for k, v in stats.items()
+            if isinstance(v, list)
+        }
     return {k: len(v) for k, v in stats.items() if k and isinstance(k, str) and v}
 
 

@@ -639,3 +639,33 @@ def test_last():
         "test_crashes": ["failure"],
         "test_last": [],
     }, cases
+
+
+def test_a_module_skipped_at_collection_is_counted_once_across_processes(
+    pytester: pytest.Pytester,
+) -> None:
+    # Each process of the run collects the whole suite, and a module that skips itself at
+    # import is reported by each: the run's last line and the merged XML counted it once
+    # per process (watchdog's test_fsevents.py, test_kqueue.py ... on Linux).
+    pytester.makepyfile(
+        test_a="""
+import threading, time
+def test_leaves_a_thread():
+    threading.Thread(target=time.sleep, args=(2,), daemon=True).start()
+""",
+        test_b="""
+def test_after():
+    pass
+""",
+        test_skipped="""
+import pytest
+pytest.skip("not on this platform", allow_module_level=True)
+""",
+    )
+    run = _run(pytester.path, "isolator", "run", "--junitxml=out.xml")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "continue in a new process" in run.stdout
+    assert "isolator: the whole run, in 2 processes: 2 passed, 1 skipped in" in run.stdout
+    suite = ET.parse(pytester.path / "out.xml").getroot().find("testsuite")
+    assert suite is not None
+    assert (suite.get("tests"), suite.get("skipped")) == ("3", "1")
