@@ -595,7 +595,7 @@ def _restart(patch: object, values: dict[int, object]) -> bool:
         saved: list[tuple[Any, object, object, object]] = []
     elif all(hasattr(one, "new") and id(one) in values for one in parts):
         # (the mock's configuration, ``return_value=`` and the like, went into it)
-        saved = [(one, one.new, one.autospec, one.kwargs) for one in parts]  # type: ignore[attr-defined]
+        saved = [(one, one.new, one.autospec, one.kwargs) for one in parts]
     else:
         return False
     # patch.dict copies the dict as its original again when started: the copy it took
