@@ -455,6 +455,17 @@ def _forget_last_exception() -> None:
     gc.collect(1)
 
 
+def _join_all(threads: list[threading.Thread], timeout: float) -> None:
+    """Wait up to ``timeout`` in all for the threads to end (not ``timeout`` each: a test
+    that leaves ten pool workers idle would cost half a second a test)."""
+    deadline = _monotonic() + timeout
+    for th in threads:
+        left = deadline - _monotonic()
+        if left <= 0:
+            break
+        th.join(left)
+
+
 def _refused(exc: BaseException) -> str:
     return f"putting it back raised {type(exc).__name__}: {exc}"
 
@@ -2382,13 +2393,11 @@ class Resetter:
         50 ms more after a collection: an idle pool's worker ends once the collector frees
         the executor that only a reference cycle, an exception's traceback, still held)."""
         leaked = [th for th in threading.enumerate() if th not in self.threads and th.is_alive()]
-        for th in leaked:
-            th.join(0.05)
+        _join_all(leaked, 0.05)
         leaked = [th for th in leaked if th.is_alive()]
         if leaked:
             gc.collect()
-            for th in leaked:
-                th.join(0.05)
+            _join_all(leaked, 0.05)
         return [th for th in leaked if th.is_alive()]
 
     def _check_threads(self, out: Outcome, leaked: list[threading.Thread]) -> None:
