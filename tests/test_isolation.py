@@ -5410,3 +5410,58 @@ def test_starts_its_own():
     tracked = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
     tracked.assert_outcomes(passed=2)
     assert "fakefreeze's own state" not in tracked.stdout.str()
+
+
+def test_an_entry_keyed_by_the_object_that_runs_a_thread_left_running_stays(
+    pytester: pytest.Pytester,
+) -> None:
+    # trio's thread cache: an idle worker waits for a job, and takes its own entry out of
+    # the pool's idle map to end; a missing entry means a job is on its way, so it waits
+    # again.  Putting the map back after the test took the entry out under the live
+    # worker, which then never ended (threads piled up; a later test counting them
+    # failed).  An entry keyed by (or bound to) the object whose method a thread left
+    # running runs stays as the test left it, as a name bound to the thread does.
+    pytester.makepyfile(
+        pool="""
+import threading
+IDLE = {}
+class Worker:
+    def __init__(self):
+        self.job = None
+        self.ready = threading.Semaphore(0)
+        self.thread = threading.Thread(target=self.work, daemon=True, name="pool worker")
+        self.thread.start()
+    def work(self):
+        while True:
+            if self.ready.acquire(timeout=0.3):
+                self.job()
+                IDLE[self] = None
+                continue
+            try:
+                del IDLE[self]
+            except KeyError:
+                continue
+            return
+def submit(job):
+    try:
+        worker, _ = IDLE.popitem()
+    except KeyError:
+        worker = Worker()
+    worker.job = job
+    worker.ready.release()
+""",
+        test_pool="""
+import threading, time, pool
+def test_uses_the_pool():
+    done = threading.Event()
+    pool.submit(done.set)
+    assert done.wait(5)
+    time.sleep(0.1)
+def test_idle_workers_end():
+    time.sleep(1.0)
+    assert [t.name for t in threading.enumerate() if t.name == "pool worker"] == []
+""",
+    )
+    pytester.runpytest_subprocess("-p", "no:randomly").assert_outcomes(passed=2)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=2)
