@@ -414,25 +414,11 @@ def free_dropped(fd: int, full: bool = True) -> tuple[list[str], bool]:
 def quietly(free: Callable[[], None]) -> list[str]:
     """Run ``free`` (which frees objects), keeping the ResourceWarnings of what it frees
     from the warning filters: their messages are returned.  Other warnings are issued
-    again as they came.  So are the exceptions its finalizers raise (``__del__``, a
-    coroutine closed mid-``await``): through ``sys.unraisablehook`` they reached pytest,
-    which reports them in the next test's phase (an error under ``filterwarnings =
-    error``), where the test alone in a fresh process never sees them."""
+    again as they came."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        free()
     messages = []
-
-    def unraisable(u: Any) -> None:
-        what = getattr(u.exc_type, "__name__", "exception")
-        where = f" in {u.object!r}" if u.object is not None else ""
-        messages.append(f"{what} raised{where} while collected: {u.exc_value}")
-
-    hook = sys.unraisablehook
-    sys.unraisablehook = unraisable
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", ResourceWarning)
-            free()
-    finally:
-        sys.unraisablehook = hook
     for w in caught:
         if issubclass(w.category, ResourceWarning):
             messages.append(str(w.message))
