@@ -411,14 +411,33 @@ def free_dropped(fd: int, full: bool = True) -> tuple[list[str], bool]:
     return quietly(collect), fruitless[0]
 
 
+def _unraisable_into(messages: list[str]) -> Callable[[Any], None]:
+    """A ``sys.unraisablehook`` that adds a line for each exception to ``messages``."""
+
+    def unraisable(u: Any) -> None:
+        what = getattr(u.exc_type, "__name__", "exception")
+        where = f" in {u.object!r}" if u.object is not None else ""
+        messages.append(f"{what} raised{where} while freed: {u.exc_value}")
+
+    return unraisable
+
+
 def quietly(free: Callable[[], None]) -> list[str]:
     """Run ``free`` (which frees objects), keeping the ResourceWarnings of what it frees
     from the warning filters: their messages are returned.  Other warnings are issued
-    again as they came."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ResourceWarning)
-        free()
-    messages = []
+    again as they came.  So are the exceptions its finalizers raise (``__del__``, a
+    coroutine closed mid-``await``): through ``sys.unraisablehook`` they reached pytest,
+    which reports them in the next test's phase (an error under ``filterwarnings =
+    error``), where the test alone in a fresh process never sees them."""
+    messages: list[str] = []
+    hook = sys.unraisablehook
+    sys.unraisablehook = _unraisable_into(messages)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ResourceWarning)
+            free()
+    finally:
+        sys.unraisablehook = hook
     for w in caught:
         if issubclass(w.category, ResourceWarning):
             messages.append(str(w.message))
@@ -1066,6 +1085,26 @@ class Resetter:
                 elif force:
                     probe.put(snap, [])
         limits_settled()  # (as in the baseline now, or reported and taken as it)
+        # What finalizers raise while the rest puts state back and collects what it
+        # dropped (an object only a put-back global held, a coroutine closed mid-await)
+        # would reach pytest through sys.unraisablehook and fail the next test's set-up
+        # under filterwarnings = error; alone, no test sees it.  (Put on after the
+        # probes: a hook the test set is back by now, and is what comes back after.)
+        caught: list[str] = []
+        hook = sys.unraisablehook
+        own = _unraisable_into(caught)
+        sys.unraisablehook = own
+        try:
+            return self._reset_state(out, force, scope, files)
+        finally:
+            if sys.unraisablehook is own:
+                sys.unraisablehook = hook
+            out.garbage += caught
+
+    def _reset_state(
+        self, out: Outcome, force: bool, scope: Scope | None, files: Any
+    ) -> Outcome:
+        """The part of :meth:`check_and_reset` after the process-wide probes."""
         added, replaced, deleted = self.modules.full_diff() if force else self.modules.diff()
         kept: list[str] = []
         if added or replaced or deleted:

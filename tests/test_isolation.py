@@ -1637,6 +1637,50 @@ def test_collects_too():
     )
 
 
+def test_a_finalizer_raising_in_garbage_the_reset_made_fails_no_later_test(
+    pytester: pytest.Pytester,
+) -> None:
+    # An object kept in project state (for good, in plain pytest) that holds a
+    # descriptor and raises in ``__del__``: the reset drops it, the collection right
+    # after the test frees it, and its exception went through sys.unraisablehook to
+    # pytest, which reported it in the next test's setup (an error under filterwarnings
+    # = error; trio's NurseryManager coroutines closed mid-await).  Alone, or in plain
+    # pytest, no test sees it.
+    pytester.makeini("[pytest]\nfilterwarnings =\n    error\n")
+    pytester.makepyfile(
+        mod="HOLD = []\n",
+        test_x="""
+import os
+import mod
+class Leaky:
+    def __init__(self):
+        self.f = open(os.devnull)
+        self.me = self
+    def __del__(self):
+        raise RuntimeError("finalizer failed")
+def test_keeps_one():
+    mod.HOLD.append(Leaky())
+def test_next():
+    pass
+""",
+        # Freed by the reset itself (no cycle): its finalizer runs as HOLD is put back.
+        test_y="""
+import mod
+class Bad:
+    def __del__(self):
+        raise RuntimeError("finalizer failed")
+def test_keeps_one():
+    mod.HOLD.append(Bad())
+def test_next():
+    pass
+""",
+    )
+    pytester.runpytest_subprocess("-p", "no:randomly").assert_outcomes(passed=4)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "isolator")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["*RuntimeError raised in <function Bad.__del__*"])
+
+
 # A self-signed certificate authority (EC P-256, valid until 2126), made with openssl for
 # this test: a trust store counts it once loaded.
 TEST_CA = """
