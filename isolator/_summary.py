@@ -232,8 +232,8 @@ def write(data: dict[str, Any], fork_file: str, tr: Any) -> None:
     if garbage:
         _listed(
             tr,
-            f"collected the garbage of {len(garbage)} test(s) right after them: it held "
-            "open resources, whose ResourceWarnings would have gone to a later test: ",
+            f"freed what {len(garbage)} test(s) left right after them: it warned of open "
+            "resources or raised in a finalizer, which would have gone to a later test: ",
             [(nodeid, messages[0]) for nodeid, messages in garbage.items()],
         )
     unforked: list[str] = data.get("unforked", [])

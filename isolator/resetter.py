@@ -1101,9 +1101,7 @@ class Resetter:
                 sys.unraisablehook = hook
             out.garbage += caught
 
-    def _reset_state(
-        self, out: Outcome, force: bool, scope: Scope | None, files: Any
-    ) -> Outcome:
+    def _reset_state(self, out: Outcome, force: bool, scope: Scope | None, files: Any) -> Outcome:
         """The part of :meth:`check_and_reset` after the process-wide probes."""
         added, replaced, deleted = self.modules.full_diff() if force else self.modules.diff()
         kept: list[str] = []

@@ -1629,7 +1629,7 @@ def test_collects_too():
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "collected the garbage of 2 test(s) right after them*"
+            "freed what 2 test(s) left right after them*"
             "test_garbage.py::test_leaks (unclosed <socket.socket*"
             "test_last.py::test_fails_holding_one (unclosed <socket.socket*",
             "FAILED test_last.py::test_fails_holding_one*",
