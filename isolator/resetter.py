@@ -1156,13 +1156,7 @@ class Resetter:
         threads_moved = _thread._count() != self.thread_count
         leaked = self._leaked_threads() if threads_moved else []
         if leaked:
-            # (and the objects that run them: a pool's worker, keyed in its idle map,
-            # whose thread would wait for its entry forever once it is taken out)
-            self._held = {id(th) for th in leaked} | {
-                id(owner)
-                for th in leaked
-                if (owner := getattr(getattr(th, "_target", None), "__self__", None)) is not None
-            }
+            self._held = {id(th) for th in leaked}
         if force:
             for t in self.tables.values():
                 self._reset_table(t, out, force)
@@ -1440,12 +1434,11 @@ class Resetter:
                     if not keys:
                         continue
             if held and t.kinds[i] in _MAPPING_KINDS:
-                # Names bound to a thread the test left running, or to (or keyed by) the
-                # object that runs one, stay (and are reported); the rest of the watch is
-                # put back, then the whole joins the baseline.
+                # Names bound to a thread the test left running stay (and are reported);
+                # the rest of the watch is put back, then the whole joins the baseline.
                 found = keys if keys is not None else t.diff_keys(i)
                 live = as_read(t.lives[i])
-                stay = [k for k in found or () if id(live.get(k)) in held or id(k) in held]
+                stay = [k for k in found or () if id(live.get(k)) in held]
                 if stay:
                     left[0].append(i)
                     keys = [k for k in found or () if k not in stay]
