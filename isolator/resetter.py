@@ -657,6 +657,9 @@ class Resetter:
         # The lowest of those of the fixtures torn down since the last check (-1: none).
         self.popped_fd = -1
         self.fruitless = 0  # full collections in a row that freed no descriptor
+        # What finalizers raise during the reset (see check_and_reset), through this hook.
+        self._caught: list[str] = []
+        self._own_hook = _unraisable_into(self._caught)
         # sys.last_value at the baseline (None: unset), kept there (see check_and_reset).
         self.last_value: object = sys.__dict__.get("last_value", None)
         # Threads tests left running (reported): see threads_left_running.
@@ -1090,16 +1093,18 @@ class Resetter:
         # would reach pytest through sys.unraisablehook and fail the next test's set-up
         # under filterwarnings = error; alone, no test sees it.  (Put on after the
         # probes: a hook the test set is back by now, and is what comes back after.)
-        caught: list[str] = []
+        # (One hook for the run, not a new closure after every test.)
+        caught, own = self._caught, self._own_hook
         hook = sys.unraisablehook
-        own = _unraisable_into(caught)
         sys.unraisablehook = own
         try:
             return self._reset_state(out, force, scope, files)
         finally:
             if sys.unraisablehook is own:
                 sys.unraisablehook = hook
-            out.garbage += caught
+            if caught:
+                out.garbage += caught
+                caught.clear()
 
     def _reset_state(self, out: Outcome, force: bool, scope: Scope | None, files: Any) -> Outcome:
         """The part of :meth:`check_and_reset` after the process-wide probes."""
